@@ -1,0 +1,119 @@
+// Host entry points that libnccl.so.2 2.28.9 exports but braid does not implement yet: the
+// host half of NCCL's device API (nccl_device/*.h) and the ncclResetDebugInit debug helper.
+//
+// They exist so that every symbol of the real library is braid's own: under LD_PRELOAD a
+// missing name would bind to the real NCCL and receive a braid communicator. Each one fails
+// cleanly: ncclInvalidUsage (or a zero team / -1) and a last error naming the function.
+//
+// nccl_device.h is not included (it is NVIDIA's and pulls in device code); the few types that
+// cross the ABI by value are restated here with the same layout, and pointers to the others
+// are opaque. tests/unit/abi checks the exported names and calls each function.
+#include <cstddef>
+
+#include "api/export.h"
+#include "core/log.h"
+
+namespace braid::device_abi {
+
+// nccl_device/core.h `struct ncclTeam`: returned and passed by value, so its layout is ABI.
+struct Team {
+  int nRanks;
+  int rank;
+  int stride;
+};
+static_assert(sizeof(Team) == 12 && offsetof(Team, rank) == 4 && offsetof(Team, stride) == 8);
+
+// Only ever handled through pointers: never defined.
+struct DevComm;                  // ncclDevComm_t
+struct DevCommRequirements;      // ncclDevCommRequirements_t
+struct DevResourceRequirements;  // ncclDevResourceRequirements_t
+struct LsaBarrierHandle;         // ncclLsaBarrierHandle_t
+struct GinBarrierHandle;         // ncclGinBarrierHandle_t
+struct LLA2AHandle;              // ncclLLA2AHandle_t
+
+namespace {
+ncclResult_t unsupported(const char* function) {
+  return braid::fail(ncclInvalidUsage,
+                     "%s: braid does not support the NCCL device API (nccl_device.h) yet; "
+                     "use the host collectives of nccl.h instead",
+                     function);
+}
+}  // namespace
+
+}  // namespace braid::device_abi
+
+using braid::device_abi::DevComm;
+using braid::device_abi::DevCommRequirements;
+using braid::device_abi::DevResourceRequirements;
+using braid::device_abi::GinBarrierHandle;
+using braid::device_abi::LLA2AHandle;
+using braid::device_abi::LsaBarrierHandle;
+using braid::device_abi::Team;
+using braid::device_abi::unsupported;
+
+// ---- Device communicators ----------------------------------------------------------------
+
+BRAID_API(ncclResult_t, ncclDevCommCreate, ncclComm_t, const DevCommRequirements*, DevComm*) {
+  return unsupported("ncclDevCommCreate");
+}
+
+BRAID_API(ncclResult_t, ncclDevCommDestroy, ncclComm_t, const DevComm*) {
+  return unsupported("ncclDevCommDestroy");
+}
+
+// ---- Teams: no team exists, so the empty team {0, 0, 0} and rank -1 -----------------------
+
+BRAID_API(Team, ncclTeamWorld, ncclComm_t) {
+  unsupported("ncclTeamWorld");
+  return Team{};
+}
+
+BRAID_API(Team, ncclTeamLsa, ncclComm_t) {
+  unsupported("ncclTeamLsa");
+  return Team{};
+}
+
+BRAID_API(Team, ncclTeamRail, ncclComm_t) {
+  unsupported("ncclTeamRail");
+  return Team{};
+}
+
+BRAID_API(int, ncclTeamRankToWorld, ncclComm_t, Team, int) {
+  unsupported("ncclTeamRankToWorld");
+  return -1;
+}
+
+BRAID_API(int, ncclTeamRankToLsa, ncclComm_t, Team, int) {
+  unsupported("ncclTeamRankToLsa");
+  return -1;
+}
+
+// ---- Resource requirements for device-side barriers and the LL all-to-all ----------------
+
+BRAID_API(ncclResult_t, ncclLsaBarrierCreateRequirement, Team, int, LsaBarrierHandle*,
+          DevResourceRequirements*) {
+  return unsupported("ncclLsaBarrierCreateRequirement");
+}
+
+BRAID_API(ncclResult_t, ncclGinBarrierCreateRequirement, ncclComm_t, Team, int, GinBarrierHandle*,
+          DevResourceRequirements*) {
+  return unsupported("ncclGinBarrierCreateRequirement");
+}
+
+BRAID_API(int, ncclLLA2ACalcSlots, int, int) {
+  unsupported("ncclLLA2ACalcSlots");
+  return -1;
+}
+
+BRAID_API(ncclResult_t, ncclLLA2ACreateRequirement, int, int, LLA2AHandle*, DevResourceRequirements*) {
+  return unsupported("ncclLLA2ACreateRequirement");
+}
+
+// ---- Debug helper -------------------------------------------------------------------------
+
+// NCCL re-reads NCCL_DEBUG* here. braid reads its logging settings once per process; calling
+// this is harmless and changes nothing (it is deprecated in nccl.h and used by no framework).
+// libnccl.so.2 also exports the worker under this name as a plain strong symbol: so does braid.
+extern "C" BRAID_EXPORT void ncclResetDebugInitInternal(void) {}
+
+BRAID_API(void, ncclResetDebugInit, void) { ncclResetDebugInitInternal(); }
