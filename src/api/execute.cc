@@ -1,0 +1,162 @@
+// Runs one group's tasks: builds each task's schedule and hands it to the engine for its
+// memory kind.
+#include <cuda_runtime.h>
+
+#include <deque>
+#include <map>
+
+#include "algo/algorithm.h"
+#include "api/group.h"
+#include "api/redop.h"
+#include "core/comm.h"
+#include "core/log.h"
+#include "core/numeric.h"
+#include "host/engine.h"
+
+namespace braid::api {
+namespace {
+
+constexpr int kP2pChannelBase = 64;  // P2P lanes never share a connection with collective lanes
+
+uint64_t signatureOf(const Task& t) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  mix(static_cast<uint64_t>(t.coll));
+  mix(t.count);
+  mix(static_cast<uint64_t>(t.type));
+  if (t.coll != algo::Coll::SendRecv) {
+    mix(static_cast<uint64_t>(t.op) < ncclNumOps ? static_cast<uint64_t>(t.op) : 0xffff);
+    mix(static_cast<uint64_t>(t.root));
+  }
+  return h;
+}
+
+// Everything the engine needs to outlive the run: contexts and plans own the steps.
+struct HostRun {
+  std::deque<host::OpContext> contexts;
+  std::deque<algo::RankPlan> plans;
+  std::vector<host::LaneProgram> programs;
+  std::map<std::pair<ncclComm*, int>, size_t> collectiveProgram;  // (comm, channel) -> program index
+};
+
+ncclResult_t addCollective(HostRun& run, const Task& t) {
+  ncclComm* comm = t.comm;
+  host::OpContext& ctx = run.contexts.emplace_back();
+  ctx.caller = t.caller;
+  ctx.elemSize = sizeOfType(t.type);
+  ctx.reduces = algo::collReduces(t.coll);
+  ctx.signature = signatureOf(t);
+  ctx.bufs = {const_cast<char*>(static_cast<const char*>(t.sendbuff)), static_cast<char*>(t.recvbuff)};
+  ctx.bufIsInput = {true, false};
+  if (ctx.reduces) BRAID_CHECK(hostOpFor(comm, t.op, t.type, t.caller, &ctx.op));
+  algo::CollArgs args;
+  args.coll = t.coll;
+  args.nRanks = comm->nRanks;
+  args.rank = comm->rank;
+  args.count = t.count;
+  args.root = t.root;
+  args.nChannels = 1;  // one progress thread: more lanes would only cut the data finer
+  args.alignElems = static_cast<uint32_t>(std::max<size_t>(1, 64 / ctx.elemSize));
+  args.ring = comm->ring;
+  const algo::Algorithm* alg = algo::defaultAlgorithm(t.coll, comm->nRanks);
+  if (!alg) return fail(ncclInternalError, "%s: no algorithm for this collective", t.caller);
+  algo::RankPlan& plan = run.plans.emplace_back(alg->build(args));
+  algo::maybeDumpSchedule(args, plan);
+  for (const algo::Lane& lane : plan.lanes) {
+    auto key = std::make_pair(comm, lane.channel);
+    auto it = run.collectiveProgram.find(key);
+    if (it == run.collectiveProgram.end()) {
+      it = run.collectiveProgram.emplace(key, run.programs.size()).first;
+      run.programs.push_back({comm, lane.channel, {}});
+    }
+    for (const algo::Step& s : lane.steps) run.programs[it->second].steps.push_back({&ctx, &s});
+  }
+  return ncclSuccess;
+}
+
+void addP2p(HostRun& run, ncclComm* comm, const std::vector<const Task*>& tasks) {
+  std::vector<algo::P2pOp> ops;
+  size_t nBufs = 2 * tasks.size();
+  std::vector<host::OpContext*> ctxOf;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const Task& t = *tasks[i];
+    ops.push_back({t.isSend, t.root, t.count});
+    host::OpContext& ctx = run.contexts.emplace_back();
+    ctx.caller = t.caller;
+    ctx.elemSize = sizeOfType(t.type);
+    ctx.signature = signatureOf(t);
+    ctx.bufs.assign(nBufs, nullptr);
+    ctx.bufIsInput.assign(nBufs, false);
+    ctx.bufs[2 * i] = const_cast<char*>(static_cast<const char*>(t.sendbuff));
+    ctx.bufs[2 * i + 1] = static_cast<char*>(t.recvbuff);
+    ctx.bufIsInput[2 * i] = true;
+    ctxOf.push_back(&ctx);
+  }
+  algo::RankPlan& plan = run.plans.emplace_back(algo::buildP2p(comm->rank, comm->nRanks, ops));
+  for (const algo::Lane& lane : plan.lanes) {
+    host::LaneProgram prog{comm, kP2pChannelBase + lane.channel, {}};
+    for (const algo::Step& s : lane.steps) {
+      uint16_t buf = s.src != algo::kNoBuf ? s.src : s.dst;
+      prog.steps.push_back({ctxOf[buf / 2], &s});
+    }
+    run.programs.push_back(std::move(prog));
+  }
+}
+
+ncclResult_t runHostTasks(std::vector<const Task*>& tasks) {
+  // A host-memory call with a stream completes after the stream's earlier work.
+  for (const Task* t : tasks)
+    if (t->stream && cudaStreamSynchronize(t->stream) != cudaSuccess) {
+      cudaError_t err = cudaGetLastError();
+      return fail(ncclUnhandledCudaError, "%s (rank %d): cudaStreamSynchronize on the call's stream failed: %s",
+                  t->caller, t->comm->rank, cudaGetErrorString(err));
+    }
+  HostRun run;
+  std::map<ncclComm*, std::vector<const Task*>> p2p;
+  std::vector<ncclComm*> order;
+  for (const Task* t : tasks) {
+    if (t->coll == algo::Coll::SendRecv) {
+      if (!p2p.count(t->comm)) order.push_back(t->comm);
+      p2p[t->comm].push_back(t);
+    } else {
+      BRAID_CHECK(addCollective(run, *t));
+    }
+  }
+  for (ncclComm* comm : order) addP2p(run, comm, p2p[comm]);
+  ncclResult_t rc = host::runPrograms(run.programs);
+  if (rc != ncclSuccess) {
+    // The peers' FIFOs may now hold half a collective: the communicator can only be aborted.
+    for (const Task* t : tasks) {
+      t->comm->asyncError.store(rc);
+      t->comm->state.store(ncclComm::State::Failed);
+    }
+  }
+  return rc;
+}
+
+float estimateMicroseconds(const std::vector<Task>& tasks) {
+  double us = 0;
+  for (const Task& t : tasks) us += 5.0 + static_cast<double>(t.count * sizeOfType(t.type)) / 5e3;  // ~5 GB/s host copies
+  return static_cast<float>(us);
+}
+
+}  // namespace
+
+ncclResult_t runDeviceTasks(std::vector<const Task*>& tasks);
+
+ncclResult_t executeTasks(std::vector<Task>& tasks, ncclSimInfo_t* simInfo) {
+  if (simInfo) {
+    simInfo->estimatedTime = estimateMicroseconds(tasks);
+    return ncclSuccess;
+  }
+  std::vector<const Task*> host, device;
+  for (const Task& t : tasks) {
+    if (t.count == 0) continue;  // NCCL: a zero count is a no-op
+    (t.onDevice ? device : host).push_back(&t);
+  }
+  if (!device.empty()) BRAID_CHECK(runDeviceTasks(device));
+  if (!host.empty()) BRAID_CHECK(runHostTasks(host));
+  return ncclSuccess;
+}
+
+}  // namespace braid::api

@@ -1,0 +1,82 @@
+// The communicator behind an ncclComm_t.
+#pragma once
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/peer_info.h"
+#include "core/tcp_bootstrap.h"
+#include "nccl.h"
+
+namespace braid {
+class HostTransport;  // src/host: shared-memory connections for host-memory collectives
+// GPU connections and buffers for device-memory collectives (defined above core, in api).
+class DeviceResources {
+ public:
+  virtual ~DeviceResources() = default;
+};
+}
+
+// A user-created reduction op (ncclRedOpCreatePreMulSum).
+struct BraidUserOp {
+  bool live = false;
+  ncclDataType_t type = ncclFloat32;
+  ncclScalarResidence_t residence = ncclScalarHostImmediate;
+  unsigned char scalar[8] = {};      // the host value, when residence is HostImmediate
+  const void* devScalar = nullptr;   // the pointer, when residence is Device
+};
+
+struct ncclComm {
+  enum class State { Initializing, Ready, Finalized, Revoked, Failed };
+
+  int rank = -1;
+  int nRanks = 0;
+  int cudaDev = -1;  // -1: a host-only rank
+  std::string name;
+  ncclConfig_t config{};
+  bool blocking = true;
+  std::vector<braid::PeerInfo> peers;
+  std::unique_ptr<braid::TcpBootstrap> bootstrap;
+  std::vector<int> ring;          // rank order for ring algorithms (from the topology)
+  uint64_t childCount = 0;        // derived communicators so far (split/shrink secrets)
+
+  std::atomic<State> state{State::Initializing};
+  std::atomic<ncclResult_t> asyncError{ncclInProgress};
+  std::atomic<bool> abortFlag{false};
+  std::thread initThread;         // non-blocking init/split runs here
+
+  std::mutex userOpsMutex;
+  std::vector<BraidUserOp> userOps;
+
+  std::unique_ptr<braid::HostTransport> host;
+  std::unique_ptr<braid::DeviceResources> device;
+
+  ncclComm();
+  ~ncclComm();  // in src/api/resources.cc, where the transports are complete types
+};
+
+namespace braid {
+
+// Live communicators, so that a destroyed or garbage handle is reported instead of followed.
+void registerComm(ncclComm* comm);
+void unregisterComm(ncclComm* comm);
+bool isLiveComm(const ncclComm* comm);
+
+// Checks that `comm` is a live communicator that finished its init; names `caller`.
+ncclResult_t checkCommReady(const ncclComm* comm, const char* caller);
+
+// Creates this rank's communicator through the root named in `id` (the body of InitRank).
+ncclResult_t initRankSync(ncclComm* comm, int nRanks, const ncclUniqueId& id, int rank, int cudaDev);
+// Derived communicator among `members` (ranks of `parent`, in new-rank order); `myIndex` is
+// this rank's position. Used by split and shrink.
+ncclResult_t initDerivedSync(ncclComm* parent, ncclComm* child, const std::vector<int>& members, int myIndex,
+                             uint64_t secret);
+// Everything after the bootstrap: topology, transports. Shared by both init paths.
+ncclResult_t setupCommResources(ncclComm* comm);
+// Stops and frees the resources; `abort` skips waiting on peers.
+void teardownComm(ncclComm* comm, bool abort);
+
+}  // namespace braid

@@ -1,0 +1,27 @@
+// What each rank tells the others at init: enough to pick transports and detect topology.
+#pragma once
+#include <cstdint>
+
+#include "core/socket.h"
+
+namespace braid {
+
+struct PeerInfo {
+  int32_t rank = -1;
+  int32_t nRanks = 0;
+  int32_t cudaDev = -1;      // -1: host-only rank
+  int32_t pid = 0;
+  uint64_t hostHash = 0;     // same value for ranks on the same host (see hostHash())
+  uint64_t processHash = 0;  // same value for ranks in the same process
+  SocketAddress listen{};    // this rank's bootstrap listener
+  char busId[16] = {};       // PCI bus id of the GPU, "0000:18:00.0"; empty for host-only
+  int32_t libraryVersion = 0;
+  int32_t reserved = 0;
+};
+
+// Host identity: the hostname and the boot id, so that containers on one host that share
+// /dev/shm agree and different hosts differ. BRAID_HOSTID overrides it (tests emulate nodes).
+uint64_t hostHash();
+uint64_t processHash();
+
+}  // namespace braid

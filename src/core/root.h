@@ -1,0 +1,13 @@
+// The rendezvous root: started by ncclGetUniqueId (or by rank 0 when NCCL_COMM_ID is set).
+// It collects one PeerInfo from every rank and sends each rank the whole table: two messages
+// per rank, O(n) at the root, no n^2 connections.
+#pragma once
+#include "core/unique_id.h"
+
+namespace braid {
+
+// Binds a listener (on the bootstrap interface, or `fixed` when non-null) and starts the
+// detached root thread. Fills `content` with the address and a fresh secret.
+ncclResult_t startRoot(const SocketAddress* fixed, uint64_t secret, UniqueIdContent* content);
+
+}  // namespace braid

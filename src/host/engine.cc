@@ -1,0 +1,192 @@
+#include "host/engine.h"
+
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "core/comm.h"
+#include "core/env.h"
+#include "core/log.h"
+#include "host/fifo.h"
+#include "host/host_transport.h"
+
+namespace braid::host {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct LaneState {
+  LaneProgram* program;
+  size_t step = 0;
+  uint64_t done = 0;   // elements of the current step already processed
+  bool finished = false;
+};
+
+bool opHasPre(const OpContext& ctx, const algo::Step& s) {
+  return ctx.reduces && ctx.op.kind == HostOpKind::PreMulSum && s.src != algo::kNoBuf && ctx.bufIsInput[s.src];
+}
+bool opHasPost(const OpContext& ctx, const algo::Step& s) {
+  return ctx.reduces && ctx.op.kind == HostOpKind::SumPostDiv && (s.flags & algo::kFinal);
+}
+
+// What a stalled lane waits for, for timeout messages.
+std::string describeWait(const LaneState& st) {
+  const auto& [ctx, s] = st.program->steps[st.step];
+  char buf[256];
+  std::snprintf(buf, sizeof(buf), "%s step %zu on channel %d: %s%s%s", ctx->caller, st.step, st.program->channel,
+                s->recvPeer >= 0 ? ("data from rank " + std::to_string(s->recvPeer)).c_str() : "",
+                s->recvPeer >= 0 && s->sendPeer >= 0 ? " and " : "",
+                s->sendPeer >= 0 ? ("space towards rank " + std::to_string(s->sendPeer)).c_str() : "");
+  return buf;
+}
+
+// Processes as many slices of the lane's current step as are ready. Returns the number of
+// slices done; sets *error on a mismatch.
+int advance(LaneState& st, ncclResult_t* error) {
+  LaneProgram& prog = *st.program;
+  ncclComm* comm = prog.comm;
+  int slices = 0;
+  while (st.step < prog.steps.size() && slices < 4) {
+    const OpContext& ctx = *prog.steps[st.step].first;
+    const algo::Step& s = *prog.steps[st.step].second;
+    if (st.done >= s.count) {
+      ++st.step;
+      st.done = 0;
+      continue;
+    }
+    uint64_t sliceElems = kFifoSlotBytes / ctx.elemSize;
+    uint64_t n = std::min<uint64_t>(sliceElems, s.count - st.done);
+    size_t bytes = n * ctx.elemSize;
+    HostConnection* rc = s.recvPeer >= 0 ? comm->host->recvConn(prog.channel, s.recvPeer) : nullptr;
+    HostConnection* sc = s.sendPeer >= 0 ? comm->host->sendConn(prog.channel, s.sendPeer) : nullptr;
+    FifoControl* rctl = rc ? FifoLayout::control(rc->base) : nullptr;
+    FifoControl* sctl = sc ? FifoLayout::control(sc->base) : nullptr;
+    if (rctl && rctl->tail.load(std::memory_order_acquire) <= rc->consumed) break;
+    if (sctl && sc->posted - sctl->head.load(std::memory_order_acquire) >= kFifoSlots) break;
+    const char* recvPtr = nullptr;
+    if (rctl) {
+      const SlotHeader& h = rctl->headers[rc->consumed % kFifoSlots];
+      if (h.bytes != bytes || h.signature != ctx.signature) {
+        *error = fail(ncclInvalidUsage,
+                      "%s (rank %d): rank %d sent %llu bytes of a different operation where this rank expected %zu "
+                      "bytes of its own: the ranks called mismatched collectives (different order, count, type, op "
+                      "or root), or a send has no matching recv. Fix: issue the same collectives with the same "
+                      "arguments on every rank.",
+                      ctx.caller, comm->rank, s.recvPeer, static_cast<unsigned long long>(h.bytes), bytes);
+        return slices;
+      }
+      recvPtr = FifoLayout::slot(rc->base, rc->consumed);
+    }
+    char* sendPtr = sctl ? FifoLayout::slot(sc->base, sc->posted) : nullptr;
+    const char* srcPtr = s.src != algo::kNoBuf ? ctx.bufs[s.src] + (s.srcOff + st.done) * ctx.elemSize : nullptr;
+    char* dstPtr = s.dst != algo::kNoBuf ? ctx.bufs[s.dst] + (s.dstOff + st.done) * ctx.elemSize : nullptr;
+    bool compute = (recvPtr && srcPtr) || opHasPre(ctx, s) || opHasPost(ctx, s);
+    char* target = dstPtr ? dstPtr : sendPtr;
+    if (compute) {
+      ElemwiseFn fn = selectElemwise(ctx.op, recvPtr != nullptr, srcPtr != nullptr, opHasPre(ctx, s), opHasPost(ctx, s));
+      fn(target, recvPtr, srcPtr, n, ctx.op);
+    } else if (target) {
+      const char* from = recvPtr ? recvPtr : srcPtr;
+      if (from && from != target) std::memcpy(target, from, bytes);
+    }
+    if (sendPtr && dstPtr) std::memcpy(sendPtr, dstPtr, bytes);
+    if (sctl) {
+      sctl->headers[sc->posted % kFifoSlots] = {bytes, ctx.signature};
+      sctl->tail.store(++sc->posted, std::memory_order_release);
+    }
+    if (rctl) rctl->head.store(++rc->consumed, std::memory_order_release);
+    st.done += n;
+    ++slices;
+  }
+  if (st.step >= prog.steps.size()) st.finished = true;
+  return slices;
+}
+
+ncclResult_t connect(std::vector<LaneProgram>& programs) {
+  std::map<ncclComm*, std::pair<std::set<ConnKey>, std::set<ConnKey>>> needs;  // comm -> (recvs, sends)
+  for (auto& p : programs)
+    for (auto& [ctx, s] : p.steps) {
+      if (s->count == 0) continue;
+      if (s->recvPeer >= 0) needs[p.comm].first.insert({p.channel, s->recvPeer});
+      if (s->sendPeer >= 0) needs[p.comm].second.insert({p.channel, s->sendPeer});
+    }
+  for (auto& [comm, n] : needs) BRAID_CHECK(comm->host->offerReceivers(n.first));
+  for (auto& [comm, n] : needs) BRAID_CHECK(comm->host->attachSenders(n.second));
+  for (auto& [comm, n] : needs) BRAID_CHECK(comm->host->finishReceivers(n.first));
+  return ncclSuccess;
+}
+
+// A same-host peer process that no longer exists.
+int deadPeer(const LaneState& st) {
+  const auto& [ctx, s] = st.program->steps[st.step];
+  ncclComm* comm = st.program->comm;
+  for (int peer : {s->recvPeer, s->sendPeer}) {
+    if (peer < 0) continue;
+    const PeerInfo& p = comm->peers[peer];
+    if (p.hostHash == comm->peers[comm->rank].hostHash && kill(p.pid, 0) != 0 && errno == ESRCH) return peer;
+  }
+  return -1;
+}
+
+}  // namespace
+
+ncclResult_t runPrograms(std::vector<LaneProgram>& programs) {
+  BRAID_CHECK(connect(programs));
+  std::vector<LaneState> lanes;
+  for (auto& p : programs) lanes.push_back({&p});
+  const double timeout = env::getDouble("BRAID_COLL_TIMEOUT", 600.0);
+  auto lastProgress = Clock::now();
+  uint64_t idle = 0;
+  for (;;) {
+    bool allDone = true;
+    int progress = 0;
+    ncclResult_t error = ncclSuccess;
+    for (auto& st : lanes) {
+      if (st.finished) continue;
+      progress += advance(st, &error);
+      if (error != ncclSuccess) return error;
+      if (!st.finished) allDone = false;
+    }
+    if (allDone) return ncclSuccess;
+    if (progress) {
+      idle = 0;
+      continue;
+    }
+    if (idle++ == 0) lastProgress = Clock::now();  // a stall starts
+    // Nothing ready: other ranks may share our cores, so give them the CPU.
+    if (idle < 32) continue;
+    if (idle < 2000) sched_yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(idle < 20000 ? 5 : 50));
+    if ((idle & 255) != 0) continue;
+    auto now = Clock::now();
+    if (idle < 2000 && now - lastProgress < std::chrono::milliseconds(100)) continue;
+    for (auto& st : lanes) {
+      if (st.finished) continue;
+      ncclComm* comm = st.program->comm;
+      if (comm->abortFlag.load())
+        return fail(ncclInvalidUsage, "rank %d: %s interrupted by ncclCommAbort", comm->rank,
+                    st.program->steps[st.step].first->caller);
+      if (int dead = deadPeer(st); dead >= 0)
+        return fail(ncclRemoteError, "%s (rank %d): rank %d (pid %d) has died while this rank waited for %s.",
+                    st.program->steps[st.step].first->caller, comm->rank, dead, comm->peers[dead].pid,
+                    describeWait(st).c_str());
+    }
+    if (timeout > 0 && std::chrono::duration<double>(now - lastProgress).count() > timeout) {
+      for (auto& st : lanes) {
+        if (st.finished) continue;
+        return fail(ncclRemoteError,
+                    "rank %d: no progress for %.0f s waiting for %s. Did every rank call the same collective (and "
+                    "every send have a matching recv)? BRAID_COLL_TIMEOUT sets the limit.",
+                    st.program->comm->rank, timeout, describeWait(st).c_str());
+      }
+    }
+  }
+}
+
+}  // namespace braid::host

@@ -1,0 +1,37 @@
+// The CPU engine: runs schedule lanes on host memory. One progress loop drives every lane
+// of every communicator in a group, so ranks that share a thread never wait on each other.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "algo/schedule.h"
+#include "host/reduce.h"
+#include "nccl.h"
+
+struct ncclComm;
+
+namespace braid::host {
+
+// One collective (or the P2P ops of a group) as the engine sees it.
+struct OpContext {
+  const char* caller = "";
+  HostOp op;
+  bool reduces = false;         // apply op/pre/post; otherwise steps only move data
+  size_t elemSize = 1;
+  std::vector<char*> bufs;      // by schedule buffer index
+  std::vector<bool> bufIsInput; // reading it reads a raw contribution (pre-multiply)
+  uint64_t signature = 0;       // carried by every slot, checked by the receiver
+};
+
+// The steps one lane runs, possibly from several ops of a group, in order.
+struct LaneProgram {
+  ncclComm* comm = nullptr;
+  int channel = 0;
+  std::vector<std::pair<const OpContext*, const algo::Step*>> steps;
+};
+
+// Connects what the programs need (in phases across communicators), then runs them all to
+// completion. On failure the error names the rank, the call and the peer it waited for.
+ncclResult_t runPrograms(std::vector<LaneProgram>& programs);
+
+}  // namespace braid::host

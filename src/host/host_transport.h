@@ -1,0 +1,55 @@
+// Host-memory connections between the ranks of one communicator, created on first use.
+// Same process: plain memory. Same host: a POSIX shared-memory segment created by the
+// receiver and unlinked as soon as the sender has mapped it, so that nothing is left in
+// /dev/shm when a process dies. Other hosts: not supported for host memory (clear error).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "nccl.h"
+
+struct ncclComm;
+
+namespace braid {
+
+struct HostConnection {
+  void* base = nullptr;     // FifoLayout
+  uint64_t posted = 0;      // sender side: slots written
+  uint64_t consumed = 0;    // receiver side: slots read
+};
+
+// (channel, peer) for one direction.
+using ConnKey = std::pair<int, int>;
+
+class HostTransport {
+ public:
+  explicit HostTransport(ncclComm* comm) : comm_(comm) {}
+  ~HostTransport();
+
+  // Connection setup happens in three phases so that ranks handled by one thread (several
+  // communicators in a group) never wait on each other: phase 1 never blocks.
+  ncclResult_t offerReceivers(const std::set<ConnKey>& recvs);   // create + tell the senders
+  ncclResult_t attachSenders(const std::set<ConnKey>& sends);    // map + acknowledge
+  ncclResult_t finishReceivers(const std::set<ConnKey>& recvs);  // wait for acks, unlink
+
+  HostConnection* sendConn(int channel, int peer);
+  HostConnection* recvConn(int channel, int peer);
+  void close(bool abort);
+
+ private:
+  struct Segment {
+    void* base = nullptr;
+    bool ownedHeap = false;  // allocated here for a same-process peer
+    std::string shmName;     // still linked until the sender acknowledged
+  };
+  ncclComm* comm_;
+  std::map<ConnKey, HostConnection> sends_, recvs_;
+  std::map<ConnKey, Segment> recvSegments_, sendSegments_;
+  std::set<ConnKey> pendingRecvs_;
+};
+
+}  // namespace braid
