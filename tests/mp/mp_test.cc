@@ -1,0 +1,122 @@
+// Multi-process tests: real rank processes (tests/mp/mp_rank.cc) started through the
+// launcher, talking over real sockets and shared memory.
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "nccl.h"
+#include "tests/common/rank_env.h"
+#include "tests/launcher/launcher.h"
+
+namespace {
+
+using braid::test::RankResult;
+
+std::vector<RankResult> run(int n, std::vector<std::string> args, double timeout = 60,
+                            std::vector<std::pair<std::string, std::string>> env = {}) {
+  ncclUniqueId id;
+  EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  braid::test::LaunchSpec spec;
+  spec.nRanks = n;
+  spec.argv = {MP_RANK_PATH};
+  for (auto& a : args) spec.argv.push_back(a);
+  spec.env = std::move(env);
+  spec.uniqueIdHex = braid::test::uniqueIdToHex(id);
+  spec.timeoutSeconds = timeout;
+  return braid::test::runRanks(spec);
+}
+
+void expectAllOk(const std::vector<RankResult>& results) {
+  for (const auto& r : results) {
+    EXPECT_TRUE(braid::test::succeeded(r)) << "rank " << r.rank << " " << braid::test::describeEnd(r) << "\n" << r.output;
+    EXPECT_NE(r.output.find("OK"), std::string::npos) << "rank " << r.rank << ":\n" << r.output;
+  }
+}
+
+int countBraidShm() {
+  int n = 0;
+  if (DIR* d = opendir("/dev/shm")) {
+    while (dirent* e = readdir(d))
+      if (std::strncmp(e->d_name, "braid-", 6) == 0) ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+class RankCounts : public ::testing::TestWithParam<int> {};
+
+TEST_P(RankCounts, InitAndDestroy) { expectAllOk(run(GetParam(), {"init"})); }
+TEST_P(RankCounts, NonBlockingInit) { expectAllOk(run(GetParam(), {"nonblocking"})); }
+TEST_P(RankCounts, CollectivesSmallCounts) { expectAllOk(run(GetParam(), {"collectives", "0,1,7", "all"}, 300)); }
+INSTANTIATE_TEST_SUITE_P(Mp, RankCounts, ::testing::Values(1, 2, 3, 4, 8));
+
+class MultiRank : public ::testing::TestWithParam<int> {};
+TEST_P(MultiRank, SplitWhileParentLives) { expectAllOk(run(GetParam(), {"split"})); }
+TEST_P(MultiRank, ShrinkAfterRankLeaves) { expectAllOk(run(GetParam(), {"shrink"})); }
+TEST_P(MultiRank, CollectivesMediumCount) { expectAllOk(run(GetParam(), {"collectives", "4097", "all"}, 300)); }
+TEST_P(MultiRank, CollectivesLargeCount) { expectAllOk(run(GetParam(), {"collectives", "1000003"}, 300)); }
+INSTANTIATE_TEST_SUITE_P(Mp, MultiRank, ::testing::Values(2, 3, 4, 8));
+
+TEST(MpErrors, RankDiesDuringInit) {
+  auto start = std::chrono::steady_clock::now();
+  auto results = run(4, {"die-early"}, 60, {{"BRAID_INIT_TIMEOUT", "3"}});
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(secs, 20.0);
+  for (const auto& r : results) {
+    if (r.rank == 1) continue;
+    EXPECT_TRUE(braid::test::succeeded(r)) << r.output;
+    EXPECT_NE(r.output.find("missing rank(s): 1"), std::string::npos) << r.output;
+  }
+}
+
+TEST(MpErrors, WrongSecretIsDroppedAndLogged) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  // An intruder reaches the root's socket (its address is in the id) with a wrong secret.
+  sockaddr_storage addr{};
+  std::memcpy(&addr, id.internal + 16, 28);
+  int fd = socket(addr.ss_family, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr),
+                    addr.ss_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6)), 0);
+  char garbage[64];
+  std::memset(garbage, 0x42, sizeof(garbage));
+  ASSERT_EQ(write(fd, garbage, sizeof(garbage)), static_cast<ssize_t>(sizeof(garbage)));
+  braid::test::LaunchSpec spec;
+  spec.nRanks = 2;
+  spec.argv = {MP_RANK_PATH, "init"};
+  spec.uniqueIdHex = braid::test::uniqueIdToHex(id);
+  spec.timeoutSeconds = 60;
+  expectAllOk(braid::test::runRanks(spec));  // the real ranks still meet
+  close(fd);
+}
+
+TEST(MpErrors, MismatchedCollectivesFailInBoundedTime) {
+  auto results = run(2, {"mismatch"}, 60, {{"BRAID_COLL_TIMEOUT", "5"}});
+  for (const auto& r : results) {
+    EXPECT_TRUE(braid::test::succeeded(r)) << r.output;
+    EXPECT_NE(r.output.find("mismatched"), std::string::npos) << r.output;
+  }
+}
+
+TEST(MpErrors, SendWithoutRecvFailsInBoundedTime) {
+  auto results = run(2, {"unmatched-send"}, 60, {{"BRAID_COLL_TIMEOUT", "2"}});
+  for (const auto& r : results) EXPECT_TRUE(braid::test::succeeded(r)) << r.output;
+  EXPECT_NE(results[0].output.find("no progress"), std::string::npos) << results[0].output;
+}
+
+TEST(MpErrors, NoSharedMemoryLeftAfterACrash) {
+  int before = countBraidShm();
+  auto results = run(3, {"mismatch"}, 60, {{"BRAID_COLL_TIMEOUT", "3"}});
+  EXPECT_EQ(countBraidShm(), before);
+}
+
+}  // namespace
