@@ -40,7 +40,8 @@ constexpr uint8_t kFinal = 0x2;   // value is a complete reduction: apply the po
 // Reading an input buffer (kInput, or an even P2P index) reads a rank's raw contribution:
 // executors apply the pre-multiply of PreMulSum/Avg there. Offsets and counts are in elements.
 // Executors may cut a step into slices; the k-th send on a connection must have the same
-// count as the k-th recv on it (the verifier checks this).
+// count as the k-th recv on it (the verifier checks this). Algorithms emit no steps with
+// count 0 (the verifier rejects them), so executors never see empty messages.
 struct Step {
   int32_t recvPeer = kNoPeer;
   int32_t sendPeer = kNoPeer;
@@ -74,6 +75,10 @@ struct CollArgs {
   int nChannels = 1;       // lanes the algorithm may use for the collective
   uint32_t alignElems = 1; // prefer block boundaries at multiples of this (vector width)
   std::vector<int> ring;   // rank order for ring algorithms (a permutation of 0..nRanks-1); empty = identity
+  // The most elements one step may carry (0 = no limit). Executors set it to half of what a
+  // connection's FIFO holds; algorithms then loop over chunks, so that a step's send never
+  // has to wait for the receiver to start and lanes can't deadlock on full FIFOs.
+  uint64_t maxStepElems = 0;
 };
 
 // Elements in the input and output buffers of one rank for a collective (NCCL's sizes).
@@ -91,5 +96,9 @@ RankPlan buildP2p(int rank, int nRanks, const std::vector<P2pOp>& ops);
 
 // A readable text form of a plan (braid-sched, BRAID_DUMP_SCHEDULE).
 std::string dump(const RankPlan& plan, const CollArgs& args);
+// One step as text, as in dump(): "recv<-2 reduce in[1024..2048) send->0".
+std::string dumpStep(const Step& step, const CollArgs& args);
+// Prints dump(plan, args) to stderr when the environment has BRAID_DUMP_SCHEDULE=1.
+void maybeDumpSchedule(const CollArgs& args, const RankPlan& plan);
 
 }  // namespace braid::algo

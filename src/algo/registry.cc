@@ -1,0 +1,49 @@
+// The algorithm registry. Adding an algorithm: write <name>.cc defining
+// `extern const Algorithm k<Name>{...}`, and add it to the list below.
+#include <cctype>
+
+#include "algo/algorithm.h"
+
+namespace braid::algo {
+
+extern const Algorithm kRing, kDirect, kTwoShot;
+
+const std::vector<const Algorithm*>& algorithms() {
+  static const std::vector<const Algorithm*> all = {
+      &kRing,
+      &kDirect,
+      &kTwoShot,
+  };
+  return all;
+}
+
+const Algorithm* findAlgorithm(const std::string& name) {
+  auto same = [](const std::string& a, const char* b) {
+    size_t i = 0;
+    for (; i < a.size() && b[i] != '\0'; ++i)
+      if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
+        return false;
+    return i == a.size() && b[i] == '\0';
+  };
+  for (const Algorithm* algo : algorithms())
+    if (same(name, algo->name)) return algo;
+  return nullptr;
+}
+
+const Algorithm* defaultAlgorithm(Coll coll, int nRanks) {
+  switch (coll) {
+    case Coll::AllReduce:
+    case Coll::AllGather:
+    case Coll::ReduceScatter:
+    case Coll::Broadcast:
+    case Coll::Reduce: return findAlgorithm("ring");
+    case Coll::AlltoAll:
+    case Coll::Gather:
+    case Coll::Scatter: return findAlgorithm("direct");
+    default: break;
+  }
+  (void)nRanks;
+  return nullptr;
+}
+
+}  // namespace braid::algo
