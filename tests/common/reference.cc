@@ -465,6 +465,11 @@ double inputValue(ncclDataType_t type, ReduceOp op, int rank, uint64_t seed, siz
   return bitsToDouble(type, inputBits(type, op, rank, seed, index));
 }
 
+void storeValue(ncclDataType_t type, double value, void* host) {
+  requireType(type);
+  storeBits(type, doubleToBits(type, value), host, 0);
+}
+
 void fillInput(ncclDataType_t type, ReduceOp op, int rank, uint64_t seed, size_t count, void* host) {
   requireType(type);
   for (size_t i = 0; i < count; ++i) storeBits(type, inputBits(type, op, rank, seed, i), host, i);

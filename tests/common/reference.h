@@ -83,6 +83,9 @@ ReduceOp inputOp(Collective coll, ReduceOp op);
 // Input element `index` of `rank`, converted to double (exact for the small reduction
 // values; for random-bit integers above 2^53 only approximately).
 double inputValue(ncclDataType_t type, ReduceOp op, int rank, uint64_t seed, size_t index);
+// Writes `value` rounded to the type (nearest even; integers truncated and wrapped) at `host`:
+// how braid-perf makes the PreMulSum scalar.
+void storeValue(ncclDataType_t type, double value, void* host);
 // Writes `count` input elements of `rank` in the type's representation.
 void fillInput(ncclDataType_t type, ReduceOp op, int rank, uint64_t seed, size_t count, void* host);
 

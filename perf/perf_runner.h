@@ -1,0 +1,23 @@
+// One rank of braid-perf: init the communicator, time every size, check the results,
+// aggregate across ranks and (rank 0) print the table and write the JSON report.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "nccl.h"
+#include "perf/perf_args.h"
+
+namespace braid::perf {
+
+struct RankSetup {
+  int rank = 0;
+  int nRanks = 1;
+  int localRank = 0;
+  ncclUniqueId id{};
+  std::vector<std::string> commandLine;  // for the JSON report
+};
+
+// Returns the exit status (0, kExitWrongResults, kExitFailure); never throws.
+int runRank(const PerfOptions& options, const RankSetup& setup);
+
+}  // namespace braid::perf
