@@ -1,0 +1,107 @@
+// The element loop of one step slice, run by all threads of a block:
+//   value = recv            (hasRecv)       | pre(src)  (no recv)
+//   value = op(recv, pre(src))               (reduce)
+//   value = post(value)                      (final)
+//   dst = value; send = value                (where present)
+// 16-byte packs when every pointer is 16-byte aligned, one element at a time otherwise.
+// FIFO slots are read with ld.global.cg: another SM or GPU wrote them, so L1 may be stale.
+#pragma once
+#include <cstdint>
+
+#include "kernels/elem_ops.cuh"
+
+namespace braid::kernels::device {
+
+struct SliceArgs {
+  const void* recv;   // FIFO slot, or null
+  const void* src;    // user/scratch buffer, or null (ignored when recv is set and !reduce)
+  void* dst;          // or null
+  void* send;         // FIFO slot of the next hop, or null
+  uint64_t n;         // elements
+  bool reduce;        // op(recv, src)
+  bool premul;        // multiply src by the PreMulSum scalar when reading it
+  bool final;         // apply the post-op (SumPostDiv)
+};
+
+template <typename Raw> union Pack {
+  static constexpr int kElems = 16 / sizeof(Raw);
+  uint4 v;
+  Raw e[kElems];
+};
+
+template <class E, class Op> struct Combiner {
+  using Raw = typename E::Raw;
+  using Acc = typename E::Acc;
+  Acc scalar;
+  int32_t nRanks;
+
+  __device__ Raw operator()(const SliceArgs& a, Raw r, Raw s) const {
+    Acc v;
+    if (a.recv != nullptr) {
+      v = E::load(r);
+      if (a.reduce) {
+        Acc x = E::load(s);
+        if (a.premul) x = E::load(E::store(wrapMul(x, scalar)));
+        v = Op::apply(v, x);
+      }
+    } else {
+      v = E::load(s);
+      if (a.premul) v = wrapMul(v, scalar);
+    }
+    if (a.final) v = postDivide(v, nRanks);
+    return E::store(v);
+  }
+};
+
+__device__ inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+template <class E, class Op>
+__device__ void runSlice(const SliceArgs& a, const Combiner<E, Op>& combine) {
+  using Raw = typename E::Raw;
+  using P = Pack<Raw>;
+  constexpr int kUnroll = 4;
+  const bool transform = a.premul || a.final || (a.recv != nullptr && a.reduce);
+  const Raw* recv = static_cast<const Raw*>(a.recv);
+  const Raw* src = (a.recv == nullptr || a.reduce) ? static_cast<const Raw*>(a.src) : nullptr;
+  Raw* dst = static_cast<Raw*>(a.dst);
+  Raw* send = static_cast<Raw*>(a.send);
+
+  const bool vec = aligned16(recv) && aligned16(src) && aligned16(dst) && aligned16(send);
+  const uint64_t nPacks = vec ? a.n / P::kElems : 0;
+  const uint64_t stride = blockDim.x;
+
+  for (uint64_t base = threadIdx.x; base < nPacks; base += stride * kUnroll) {
+    P r[kUnroll], s[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const uint64_t i = base + u * stride;
+      if (i >= nPacks) break;
+      if (recv != nullptr) r[u].v = __ldcg(reinterpret_cast<const uint4*>(recv) + i);
+      if (src != nullptr) s[u].v = reinterpret_cast<const uint4*>(src)[i];
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const uint64_t i = base + u * stride;
+      if (i >= nPacks) break;
+      P out;
+      if (transform) {
+#pragma unroll
+        for (int k = 0; k < P::kElems; ++k) out.e[k] = combine(a, r[u].e[k], s[u].e[k]);
+      } else {
+        out.v = recv != nullptr ? r[u].v : s[u].v;
+      }
+      if (dst != nullptr) reinterpret_cast<uint4*>(dst)[i] = out.v;
+      if (send != nullptr) reinterpret_cast<uint4*>(send)[i] = out.v;
+    }
+  }
+
+  for (uint64_t i = nPacks * P::kElems + threadIdx.x; i < a.n; i += stride) {
+    Raw r = recv != nullptr ? __ldcg(recv + i) : Raw{};
+    Raw s = src != nullptr ? src[i] : Raw{};
+    Raw out = transform ? combine(a, r, s) : (recv != nullptr ? r : s);
+    if (dst != nullptr) dst[i] = out;
+    if (send != nullptr) send[i] = out;
+  }
+}
+
+}  // namespace braid::kernels::device

@@ -1,0 +1,77 @@
+// The GPU executor's host API: enqueue one rank's share of one launch (one collective, or a
+// group of several) as CUDA kernels on a stream.
+//
+// Plain C++ (no CUDA syntax), so any component can include it. A launch only enqueues: it
+// never synchronises the host, and it is graph-capturable: everything the kernel needs is
+// passed by value in kernel parameters, or, for large plans, uploaded into stream-ordered
+// device memory by a kernel whose parameters carry it (cudaMallocAsync/cudaFreeAsync, which
+// become graph memory nodes under capture).
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "algo/schedule.h"
+#include "kernels/work_layout.h"  // RedKind, DeviceError
+#include "nccl.h"
+#include "transport/p2p_fifo.h"
+
+namespace braid::kernels {
+
+struct RedOp {
+  RedKind kind = RedKind::Sum;
+  uint64_t scalarBits = 0;              // PreMulSum: one element of the op's type, little-endian bits
+  const void* deviceScalar = nullptr;   // PreMulSum: scalar in device memory, read by the kernel; wins
+  int nRanks = 1;                       // SumPostDiv: the divisor applied by kFinal steps
+};
+
+// One collective (or all P2P ops of a group) of the launch.
+struct OpWork {
+  ncclDataType_t type = ncclFloat32;
+  RedOp red;
+  bool reduces = true;           // false: the op only moves bytes (gathers, broadcast, P2P, ...)
+  std::vector<void*> buffers;    // device pointers by schedule buffer index (kInput, kOutput, ...)
+};
+
+// One lane of a RankPlan, tagged with the op it belongs to. `lane` must stay valid until
+// launch() returns (it is copied).
+struct LaneWork {
+  int op = 0;
+  const algo::Lane* lane = nullptr;
+};
+
+// The connections the lanes use, keyed like the schedule: (channel, peer).
+struct SendConn {
+  int channel = 0;
+  int peer = 0;
+  transport::FifoSendEnd end;
+};
+struct RecvConn {
+  int channel = 0;
+  int peer = 0;
+  transport::FifoRecvEnd end;
+};
+
+struct Launch {
+  int cudaDev = 0;
+  cudaStream_t stream = nullptr;
+  std::vector<OpWork> ops;
+  std::vector<LaneWork> lanes;
+  std::vector<SendConn> sends;
+  std::vector<RecvConn> recvs;
+  const volatile uint32_t* abortFlag = nullptr;  // device-visible (host-mapped); nonzero = abort
+  uint32_t* errorOut = nullptr;                  // device-visible (host-mapped); gets a DeviceError; may be null
+  int threadsPerBlock = 512;                     // a multiple of 32, at most 512
+};
+
+// Enqueues the work: one kernel per element type present (ops that only move bytes share
+// the byte kernel), one CUDA block per lane. All ranks of a communicator must present
+// their ops in the same order. Returns ncclInvalidArgument for a malformed launch (a step
+// naming a connection or buffer that is absent), ncclUnhandledCudaError when CUDA refuses.
+ncclResult_t launch(const Launch& work);
+
+// The number of inline work bytes a launch may take before it spills to device memory.
+size_t inlineWorkCapacity();
+
+}  // namespace braid::kernels

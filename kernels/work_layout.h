@@ -1,0 +1,93 @@
+// The packed form of a launch, as the kernel reads it: a blob of fixed-size records
+// (lanes, ops, buffer pointers, connection ends, steps) addressed by byte offsets.
+// Shared by the host packer (executor.cc) and the device code; plain C++.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace braid::kernels {
+
+// Element-type codes of the kernels (ncclDataType_t order).
+enum class ElemType : uint8_t {
+  Int8 = 0, Uint8 = 1, Int32 = 2, Uint32 = 3, Int64 = 4, Uint64 = 5,
+  Float16 = 6, Float32 = 7, Float64 = 8, Bfloat16 = 9, Fp8E4M3 = 10, Fp8E5M2 = 11,
+};
+constexpr int kNumElemTypes = 12;
+
+enum class RedKind : uint8_t { Sum = 0, Prod = 1, Max = 2, Min = 3, PreMulSum = 4, SumPostDiv = 5 };
+
+// Codes the kernel writes to the launch's error word (first error wins; 0 = fine).
+enum DeviceError : uint32_t { kDeviceOk = 0, kDeviceAborted = 1, kDeviceBadWork = 2 };
+
+constexpr int16_t kNoConn = -1;
+constexpr uint16_t kNoBufIndex = 0xffff;
+
+struct DevStep {          // 40 bytes
+  uint64_t srcOff;        // elements of the op's kernel type
+  uint64_t dstOff;
+  uint64_t count;
+  uint16_t src;           // index into the op's buffers, or kNoBufIndex
+  uint16_t dst;
+  int16_t recvConn;       // index into the launch's recv ends, or kNoConn
+  int16_t sendConn;
+  uint8_t flags;          // algo::kReduce | algo::kFinal
+  uint8_t pad[7];
+};
+
+struct DevLane {
+  uint32_t firstStep;
+  uint32_t nSteps;
+  uint32_t op;
+  uint32_t pad;
+};
+
+struct DevOp {
+  uint64_t scalarBits;
+  const void* deviceScalar;
+  uint32_t firstBuffer;   // index into the launch's buffer table
+  uint32_t nBuffers;
+  int32_t nRanks;
+  uint8_t kind;           // RedKind
+  uint8_t reduces;
+  uint8_t pad[2];
+};
+
+struct DevSendEnd {
+  char* fifo;
+  uint64_t* tail;
+  uint64_t* head;
+};
+struct DevRecvEnd {
+  const char* fifo;
+  uint64_t* tail;
+  uint64_t* head;
+};
+
+// Byte offsets of the tables inside the blob; every table is 16-byte aligned.
+struct WorkIndex {
+  uint32_t lanes, ops, buffers, sends, recvs, steps;
+  uint32_t nLanes, nOps, nSends, nRecvs;
+};
+
+constexpr size_t kInlineWorkBytes = 3584;  // keeps the kernel's parameters under 4 KiB
+constexpr size_t kUploadChunkBytes = 16384;
+
+struct KernelParams {
+  const volatile uint32_t* abortFlag;
+  uint32_t* errorOut;
+  const unsigned char* spilledWork;  // device copy of the blob, or null: the blob is inline
+  uint32_t slotBytes;
+  uint32_t nSlots;
+  WorkIndex index;
+  alignas(16) unsigned char inlineWork[kInlineWorkBytes];
+};
+static_assert(sizeof(KernelParams) <= 4096, "kernel parameters must stay within 4 KiB");
+
+// Parameters of the kernel that copies a large blob into device memory, one chunk a launch.
+struct UploadParams {
+  unsigned char* dst;
+  uint32_t bytes;
+  alignas(16) unsigned char data[kUploadChunkBytes];
+};
+
+}  // namespace braid::kernels

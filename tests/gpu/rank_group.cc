@@ -1,0 +1,162 @@
+#include "rank_group.h"
+
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <thread>
+#include <tuple>
+
+#include "core/numeric.h"
+#include "thread_bootstrap.h"
+
+namespace braid::gputest {
+
+bool cudaOk(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return true;
+  std::fprintf(stderr, "CUDA error: %s: %s\n", what, cudaGetErrorString(e));
+  return false;
+}
+
+int gpuCount() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+std::unique_ptr<RankGroup> RankGroup::create(const GroupOptions& options) {
+  std::unique_ptr<RankGroup> g(new RankGroup());
+  g->options_ = options;
+  const int n = options.nRanks;
+  void* flags = nullptr;
+  if (!GPU_OK(cudaHostAlloc(&flags, 4096, cudaHostAllocMapped | cudaHostAllocPortable))) return nullptr;
+  std::memset(flags, 0, 4096);
+  g->abortFlag_ = static_cast<volatile uint32_t*>(flags);
+  g->errors_ = static_cast<uint32_t*>(flags) + 32;
+  g->streams_.resize(n);
+  g->transports_.resize(n);
+  for (int r = 0; r < n; ++r) {
+    if (!GPU_OK(cudaSetDevice(g->device(r)))) return nullptr;
+    if (!GPU_OK(cudaStreamCreateWithFlags(&g->streams_[r], cudaStreamNonBlocking))) return nullptr;
+  }
+  std::vector<transport::P2pPeerInfo> peers(n);
+  for (int r = 0; r < n; ++r) {
+    peers[r].rank = r;
+    peers[r].cudaDev = g->device(r);
+    peers[r].pid = 1;
+    peers[r].hostHash = 1;
+    peers[r].busId = g->device(r);
+  }
+  g->hub_ = std::make_unique<ThreadBootstrapHub>(n);
+  for (int r = 0; r < n; ++r) g->boots_.push_back(std::make_unique<ThreadBootstrap>(*g->hub_, r));
+  std::vector<ncclResult_t> results(n, ncclSuccess);
+  g->onEachRank([&](int r) {
+    ThreadBootstrap& boot = *g->boots_[r];
+    std::vector<transport::P2pLink> links;
+    for (int c = 0; c < options.nChannels; ++c)
+      for (int p = 0; p < n; ++p)
+        if (p != r) links.push_back({c, p});
+    transport::P2pOptions o;
+    o.slotBytes = options.slotBytes;
+    o.nSlots = options.nSlots;
+    (void)cudaSetDevice(g->device(r));
+    results[r] = transport::P2pTransport::connect(boot, peers, o, links, links, &g->transports_[r]);
+  });
+  for (int r = 0; r < n; ++r) {
+    if (results[r] != ncclSuccess) {
+      std::fprintf(stderr, "p2p connect failed on rank %d: %d\n", r, int(results[r]));
+      return nullptr;
+    }
+  }
+  return g;
+}
+
+RankGroup::~RankGroup() {
+  // Close the transports together: the teardown barrier needs every rank.
+  bool all = !transports_.empty();
+  for (auto& t : transports_) all = all && t != nullptr;
+  if (all) {
+    onEachRank([&](int r) {
+      (void)cudaSetDevice(device(r));
+      if (transports_[r]->close() != ncclSuccess) std::fprintf(stderr, "p2p close failed on rank %d\n", r);
+    });
+  }
+  transports_.clear();
+  for (cudaStream_t s : streams_) (void)cudaStreamDestroy(s);
+  if (abortFlag_ != nullptr) (void)cudaFreeHost(const_cast<uint32_t*>(abortFlag_));
+}
+
+void RankGroup::clearErrors() {
+  for (int r = 0; r < options_.nRanks; ++r) errors_[r] = 0;
+  *abortFlag_ = 0;
+}
+
+uint64_t RankGroup::maxStepElems(ncclDataType_t type) const {
+  return uint64_t(options_.slotBytes) * options_.nSlots / 2 / sizeOfType(type);
+}
+
+size_t RankGroup::fifoBytesPerRank() const { return transports_.empty() ? 0 : transports_[0]->bytesAllocated(); }
+
+void RankGroup::onEachRank(const std::function<void(int)>& fn) {
+  std::vector<std::thread> threads;
+  for (int r = 0; r < options_.nRanks; ++r) threads.emplace_back(fn, r);
+  for (auto& t : threads) t.join();
+}
+
+bool RankGroup::synchronize() {
+  bool ok = true;
+  for (int r = 0; r < options_.nRanks; ++r) ok = GPU_OK(cudaStreamSynchronize(streams_[r])) && ok;
+  return ok;
+}
+
+bool RankGroup::settle() {
+  bool ok = true;
+  for (int d = 0; d < options_.nDevices; ++d) ok = GPU_OK(cudaSetDevice(d)) && GPU_OK(cudaDeviceSynchronize()) && ok;
+  return ok;
+}
+
+ncclResult_t RankGroup::enqueue(int rank, const std::vector<CollCall>& calls) {
+  std::vector<algo::RankPlan> plans(calls.size());
+  kernels::Launch launch;
+  launch.cudaDev = device(rank);
+  launch.stream = streams_[rank];
+  launch.abortFlag = abortFlag_;
+  launch.errorOut = errors_ + rank;
+  launch.threadsPerBlock = options_.threadsPerBlock;
+  std::set<std::pair<int, int>> sendKeys, recvKeys;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    algo::CollArgs args = calls[i].args;
+    args.rank = rank;
+    args.nRanks = options_.nRanks;
+    if (args.maxStepElems == 0) args.maxStepElems = maxStepElems(calls[i].type);
+    plans[i] = calls[i].algorithm->build(args);
+    kernels::OpWork op;
+    op.type = calls[i].type;
+    op.red = calls[i].red;
+    op.reduces = algo::collReduces(args.coll);
+    op.buffers = {calls[i].input, calls[i].output};
+    launch.ops.push_back(op);
+    for (const algo::Lane& lane : plans[i].lanes) {
+      launch.lanes.push_back({int(i), &lane});
+      for (const algo::Step& s : lane.steps) {
+        if (s.sendPeer != algo::kNoPeer) sendKeys.insert({lane.channel, s.sendPeer});
+        if (s.recvPeer != algo::kNoPeer) recvKeys.insert({lane.channel, s.recvPeer});
+      }
+    }
+  }
+  for (auto [c, p] : sendKeys) {
+    kernels::SendConn sc{c, p, {}};
+    if (!transports_[rank]->sendEnd(c, p, &sc.end)) return ncclInternalError;
+    launch.sends.push_back(sc);
+  }
+  for (auto [c, p] : recvKeys) {
+    kernels::RecvConn rc{c, p, {}};
+    if (!transports_[rank]->recvEnd(c, p, &rc.end)) return ncclInternalError;
+    launch.recvs.push_back(rc);
+  }
+  return kernels::launch(launch);
+}
+
+}  // namespace braid::gputest

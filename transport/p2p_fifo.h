@@ -1,0 +1,29 @@
+// The device-visible ends of one Simple-protocol connection: what a kernel needs to send
+// or receive through a FIFO of slots guarded by two 64-bit step counters.
+//
+// The receiver owns the FIFO and the tail counter (the sender writes both remotely, so the
+// receiver polls local memory); the sender owns the head counter (the receiver writes it).
+// Counters only grow: `tail` counts slots written, `head` counts slots consumed. Slot k of
+// the stream lives at fifo + (k % nSlots) * slotBytes.
+#pragma once
+#include <cstdint>
+
+namespace braid::transport {
+
+struct FifoSendEnd {
+  char* peerFifo = nullptr;        // the receiver's slots
+  uint64_t* peerTail = nullptr;    // in the receiver's memory; written by this side
+  uint64_t* localHead = nullptr;   // in this side's memory; written by the receiver
+  uint32_t slotBytes = 0;
+  uint32_t nSlots = 0;
+};
+
+struct FifoRecvEnd {
+  const char* localFifo = nullptr;
+  uint64_t* localTail = nullptr;   // written by the sender
+  uint64_t* peerHead = nullptr;    // in the sender's memory; written by this side
+  uint32_t slotBytes = 0;
+  uint32_t nSlots = 0;
+};
+
+}  // namespace braid::transport
