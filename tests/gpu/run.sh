@@ -39,16 +39,16 @@ echo "=== device"
 nvidia-smi -L 2>&1 | head -8 || true
 
 # 1. Correctness: every collective, type and op, in and out of place, 1/2/4/8 ranks.
-section correctness 420 "$build/tests/gpu/gpu_executor_test"
+section correctness "${LIMIT_CORRECTNESS:-420}" "$build/tests/gpu/gpu_executor_test"
 # 2. CUDA graph capture + 100 replays, abort with a missing peer, grouped launches.
-section graph-abort 120 "$build/tests/gpu/gpu_graph_abort_test"
+section graph-abort "${LIMIT_GRAPH:-120}" "$build/tests/gpu/gpu_graph_abort_test"
 # 3. Comparison with the real NCCL (dlopen of libnccl.so.2): needs the communicator path.
 skip nccl-compare "needs ncclAllReduce on device memory (api + executor glue)"
 # 4. PyTorch drop-in smoke test with LD_PRELOAD=libbraid.so.
 skip torch-dropin "needs the communicator path on device memory"
 # 5. Micro-benchmark: 1-rank copy, 2/4/8-rank all-reduce on one GPU, against cudaMemcpy.
 case "$bench" in
-  quick) section bench 200 "$build/tests/gpu/gpu_bench_executor" --quick ;;
+  quick) section bench "${LIMIT_BENCH:-200}" "$build/tests/gpu/gpu_bench_executor" --quick ;;
   full) section bench 400 "$build/tests/gpu/gpu_bench_executor" ;;
   *) skip bench "BENCH=$bench" ;;
 esac
