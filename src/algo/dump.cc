@@ -38,7 +38,7 @@ std::string dumpStep(const Step& s, const CollArgs& args) {
   if (s.flags & kFinal) add("final");
   if (s.dst != kNoBuf) add("store " + range(s.dst, s.dstOff, s.count, args));
   if (s.sendPeer != kNoPeer) add("send->" + std::to_string(s.sendPeer));
-  if (s.src == kNoBuf && s.dst == kNoBuf) add("[" + std::to_string(s.count) + "]");
+  if (s.src == kNoBuf && s.dst == kNoBuf) add(std::string("[") + std::to_string(s.count) + "]");
   // Flags that the words above don't show (kReduce without both operands, unknown bits).
   const bool reduceShown = s.recvPeer != kNoPeer && s.src != kNoBuf;
   const uint8_t hidden = static_cast<uint8_t>(s.flags & ~kFinal & ~(reduceShown ? kReduce : 0));

@@ -33,7 +33,10 @@ std::string formatRanks(const RankSet& ranks, int nRanks) {
     if (!firstItem) out += ",";
     firstItem = false;
     out += std::to_string(r);
-    if (last > r) out += (last == r + 1 ? "," : "-") + std::to_string(last);
+    if (last > r) {
+      out += last == r + 1 ? ',' : '-';
+      out += std::to_string(last);
+    }
     r = last;
   }
   return out + "}";

@@ -138,15 +138,15 @@ class Simulation {
     uint64_t pos = 0;
     for (const Piece& p : raw) {
       Sym sym = p.sym;
-      const std::string range = bufRange(model_, s.src, s.srcOff + pos, p.len);
+      auto range = [&] { return bufRange(model_, s.src, s.srcOff + pos, p.len); };
       if (sym.kind == Sym::Kind::Undef) {
-        errors_.add(here(run) + ": reads " + range + " before anything was written there");
+        errors_.add(here(run) + ": reads " + range() + " before anything was written there");
         sym = Sym::poison();
       } else if (v.isInput && sym.kind != Sym::Kind::Poison) {
         const bool unmodified = sym.kind == Sym::Kind::Raw && sym.rank == run.rank && sym.buf == s.src &&
                                 sym.delta == static_cast<int64_t>(s.srcOff + pos);
         if (!unmodified) {
-          errors_.add(here(run) + ": reads " + range + " after it was overwritten; it holds " + desc(sym, p.len));
+          errors_.add(here(run) + ": reads " + range() + " after it was overwritten; it holds " + desc(sym, p.len));
           sym = Sym::poison();
         } else if (model_.reduces) {  // the executor pre-multiplies what it reads from an input
           RankSet me;

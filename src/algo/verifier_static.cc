@@ -110,6 +110,7 @@ bool checkAndWire(const Model& model, const std::vector<RankPlan>& plans, Wiring
 
   auto countOf = [&](StepRef ref) { return plans[ref.rank].lanes[ref.lane].steps[ref.step].count; };
   for (const Connection& c : wiring->connections) {
+    if (c.sends.size() == c.recvs.size() && c.sends.empty()) continue;
     const std::string ch = " on channel " + std::to_string(c.channel);
     const size_t matched = std::min(c.sends.size(), c.recvs.size());
     for (size_t k = 0; k < matched; ++k) {
@@ -158,6 +159,26 @@ void checkRaces(const Model& model, const std::vector<RankPlan>& plans, Errors& 
         if (s.dst != kNoBuf) add(s.dst, s.dstOff, true);
       }
     }
+    // A lane may touch the same memory many times (a reduction chain into one block): merge
+    // each lane's overlapping accesses of one kind first, so the sweep below stays linear.
+    std::sort(accesses.begin(), accesses.end(), [](const Access& a, const Access& b) {
+      return std::tie(a.region, a.lane, a.write, a.begin) < std::tie(b.region, b.lane, b.write, b.begin);
+    });
+    std::vector<Access> merged;
+    for (const Access& a : accesses) {
+      if (!merged.empty()) {
+        Access& last = merged.back();
+        if (last.region == a.region && last.lane == a.lane && last.write == a.write && a.begin <= last.end) {
+          if (a.end > last.end && last.buf == a.buf) {
+            last.end = a.end;
+            continue;
+          }
+          if (a.end <= last.end) continue;
+        }
+      }
+      merged.push_back(a);
+    }
+    accesses.swap(merged);
     std::sort(accesses.begin(), accesses.end(), [](const Access& a, const Access& b) {
       return std::tie(a.region, a.begin) < std::tie(b.region, b.begin);
     });
