@@ -70,29 +70,38 @@ __device__ void runSlice(const SliceArgs& a, const Combiner<E, Op>& combine) {
   const uint64_t nPacks = vec ? a.n / P::kElems : 0;
   const uint64_t stride = blockDim.x;
 
-  for (uint64_t base = threadIdx.x; base < nPacks; base += stride * kUnroll) {
+  // Whole rounds first (every thread has kUnroll packs: loads issue back to back), then
+  // the remaining packs one at a time.
+  auto finish = [&](const P& r, const P& s, uint64_t i) {
+    P out;
+    if (transform) {
+#pragma unroll
+      for (int k = 0; k < P::kElems; ++k) out.e[k] = combine(a, r.e[k], s.e[k]);
+    } else {
+      out.v = recv != nullptr ? r.v : s.v;
+    }
+    if (dst != nullptr) reinterpret_cast<uint4*>(dst)[i] = out.v;
+    if (send != nullptr) reinterpret_cast<uint4*>(send)[i] = out.v;
+  };
+  const uint64_t round = stride * kUnroll;
+  const uint64_t fullRounds = nPacks / round;
+  for (uint64_t base = threadIdx.x; base < fullRounds * round; base += round) {
     P r[kUnroll], s[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      const uint64_t i = base + u * stride;
-      if (i >= nPacks) break;
-      if (recv != nullptr) r[u].v = __ldcg(reinterpret_cast<const uint4*>(recv) + i);
-      if (src != nullptr) s[u].v = reinterpret_cast<const uint4*>(src)[i];
+      r[u].v = s[u].v = make_uint4(0, 0, 0, 0);
+      if (recv != nullptr) r[u].v = __ldcg(reinterpret_cast<const uint4*>(recv) + base + u * stride);
+      if (src != nullptr) s[u].v = reinterpret_cast<const uint4*>(src)[base + u * stride];
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const uint64_t i = base + u * stride;
-      if (i >= nPacks) break;
-      P out;
-      if (transform) {
-#pragma unroll
-        for (int k = 0; k < P::kElems; ++k) out.e[k] = combine(a, r[u].e[k], s[u].e[k]);
-      } else {
-        out.v = recv != nullptr ? r[u].v : s[u].v;
-      }
-      if (dst != nullptr) reinterpret_cast<uint4*>(dst)[i] = out.v;
-      if (send != nullptr) reinterpret_cast<uint4*>(send)[i] = out.v;
-    }
+    for (int u = 0; u < kUnroll; ++u) finish(r[u], s[u], base + u * stride);
+  }
+  for (uint64_t i = fullRounds * round + threadIdx.x; i < nPacks; i += stride) {
+    P r, s;
+    r.v = s.v = make_uint4(0, 0, 0, 0);
+    if (recv != nullptr) r.v = __ldcg(reinterpret_cast<const uint4*>(recv) + i);
+    if (src != nullptr) s.v = reinterpret_cast<const uint4*>(src)[i];
+    finish(r, s, i);
   }
 
   for (uint64_t i = nPacks * P::kElems + threadIdx.x; i < a.n; i += stride) {

@@ -183,7 +183,7 @@ TEST_F(GpuTest, GroupOfCollectives) {
                              allReduceCall(b.in[r], b.out[r], count, o.nChannels), third}),
               ncclSuccess);
   }
-  ASSERT_TRUE(g->synchronize());
+  ASSERT_TRUE(g->waitOrAbort(10)) << "the group hung (counters above)";
   EXPECT_EQ(a.wrongSums(0, count), 0u);
   EXPECT_EQ(b.wrongSums(1, count), 0u);
   for (int r = 0; r < g->nRanks(); ++r) {
@@ -194,6 +194,24 @@ TEST_F(GpuTest, GroupOfCollectives) {
     EXPECT_EQ(wrong, 0u) << "bf16 in-place all-reduce, rank " << r;
     (void)cudaFree(h[r]);
   }
+}
+
+// Several all-reduces per rank in flight at once (no synchronisation between them): each
+// rank's stream holds several kernels, which must not wait on each other across ranks.
+TEST_F(GpuTest, BackToBackAllReduces) {
+  GroupOptions o;
+  o.nRanks = 8;
+  o.nChannels = 2;
+  auto g = RankGroup::create(o);
+  ASSERT_NE(g, nullptr);
+  const size_t count = 300007;
+  RankBuffers buf(*g, count);
+  buf.fill(2, count);
+  for (int iter = 0; iter < 10; ++iter)
+    for (int r = 0; r < g->nRanks(); ++r)
+      ASSERT_EQ(g->enqueue(r, {allReduceCall(buf.in[r], buf.out[r], count, o.nChannels)}), ncclSuccess);
+  ASSERT_TRUE(g->waitOrAbort(10)) << "back-to-back all-reduces hung (counters above)";
+  EXPECT_EQ(buf.wrongSums(2, count), 0u);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "rank_group.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -115,6 +116,34 @@ bool RankGroup::settle() {
   bool ok = true;
   for (int d = 0; d < options_.nDevices; ++d) ok = GPU_OK(cudaSetDevice(d)) && GPU_OK(cudaDeviceSynchronize()) && ok;
   return ok;
+}
+
+bool RankGroup::waitOrAbort(double seconds) {
+  auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    bool done = true;
+    for (int r = 0; r < options_.nRanks; ++r) done = done && cudaStreamQuery(streams_[r]) != cudaErrorNotReady;
+    if (done) return synchronize();
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > seconds) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  // cudaMemcpy on the legacy stream does not wait for the ranks' non-blocking streams.
+  for (int r = 0; r < options_.nRanks; ++r) {
+    for (const transport::P2pLink& l : transports_[r]->recvLinks()) {
+      transport::FifoRecvEnd e;
+      uint64_t tail = 0, head = 0;
+      if (!transports_[r]->recvEnd(l.channel, l.peer, &e)) continue;
+      (void)cudaMemcpy(&tail, e.localTail, 8, cudaMemcpyDeviceToHost);
+      (void)cudaMemcpy(&head, e.peerHead, 8, cudaMemcpyDeviceToHost);
+      if (tail != 0 || head != 0)
+        std::fprintf(stderr, "hang: rank %d <- rank %d channel %d: tail %llu head %llu\n", r, l.peer, l.channel,
+                     (unsigned long long)tail, (unsigned long long)head);
+    }
+    std::fprintf(stderr, "hang: rank %d stream %s\n", r, cudaStreamQuery(streams_[r]) == cudaErrorNotReady ? "busy" : "done");
+  }
+  *abortFlag_ = 1;
+  synchronize();
+  return false;
 }
 
 ncclResult_t RankGroup::enqueue(int rank, const std::vector<CollCall>& calls) {

@@ -68,6 +68,9 @@ class RankGroup {
   // Waits for all work on the group's devices, such as cudaMemcpy uploads from pageable
   // memory (which may still be in flight when cudaMemcpy returns).
   bool settle();
+  // Waits up to `seconds` for every rank's stream. On a timeout, prints each connection's
+  // counters (where the ranks stand), raises the abort flag, waits, and returns false.
+  bool waitOrAbort(double seconds);
   size_t fifoBytesPerRank() const;
 
  private:

@@ -11,6 +11,10 @@ build="${1:-$repo/build-gpu}"
 logs="${OUT:-$(mktemp -d)}/gpu-logs"
 mkdir -p "$logs"
 export NCCL_NVLS_ENABLE=0   # never NVLink multicast
+# Ranks of one process share a GPU's hardware queues (8 by default): two ranks' streams on
+# one queue serialise their kernels, and a rank with two kernels in flight then waits on a
+# peer's kernel stuck behind its own. More queues make that collision less likely.
+export CUDA_DEVICE_MAX_CONNECTIONS="${CUDA_DEVICE_MAX_CONNECTIONS:-32}"
 bench="${BENCH:-quick}"
 
 declare -a rows
