@@ -13,7 +13,7 @@ void checkNccl(ncclResult_t result, const char* call) {
   const char* last = ncclGetLastError(nullptr);
   throw PerfError(std::string(call) + " failed: " + ncclGetErrorString(result) +
                       (last && *last ? std::string(": ") + last : std::string()),
-                  kExitFailure);
+                  kExitFailure, result);
 }
 
 }  // namespace braid::perf

@@ -14,8 +14,10 @@ inline constexpr int kExitUsage = 2;
 inline constexpr int kExitFailure = 3;
 
 struct PerfError : std::runtime_error {
-  PerfError(const std::string& message, int exitCode) : std::runtime_error(message), exitCode(exitCode) {}
+  PerfError(const std::string& message, int exitCode, ncclResult_t ncclCode = ncclSuccess)
+      : std::runtime_error(message), exitCode(exitCode), ncclCode(ncclCode) {}
   int exitCode;
+  ncclResult_t ncclCode;  // what the failing NCCL call returned, if it was one
 };
 
 // Throw a PerfError (kExitFailure) naming the call, the error and, for NCCL, its last error.

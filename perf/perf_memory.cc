@@ -8,7 +8,8 @@
 
 namespace braid::perf {
 
-RankBuffers::RankBuffers(MemoryKind kind, size_t sendBytes, size_t recvBytes, size_t scratchBytes) : kind_(kind) {
+RankBuffers::RankBuffers(MemoryKind kind, size_t sendBytes, size_t recvBytes, size_t scratchBytes, cudaStream_t stream)
+    : kind_(kind), stream_(stream) {
   try {
     send_ = allocate(sendBytes);
     recv_ = allocate(recvBytes);
@@ -48,26 +49,32 @@ void RankBuffers::release(char* p) const {
 
 void RankBuffers::upload(void* dst, const void* host, size_t bytes) const {
   if (bytes == 0) return;
-  if (kind_ == MemoryKind::Device)
-    PERF_CUDA(cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice));
-  else
+  if (kind_ == MemoryKind::Device) {
+    PERF_CUDA(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream_));
+    PERF_CUDA(cudaStreamSynchronize(stream_));
+  } else {
     std::memcpy(dst, host, bytes);
+  }
 }
 
 void RankBuffers::download(void* host, const void* src, size_t bytes) const {
   if (bytes == 0) return;
-  if (kind_ == MemoryKind::Device)
-    PERF_CUDA(cudaMemcpy(host, src, bytes, cudaMemcpyDeviceToHost));
-  else
+  if (kind_ == MemoryKind::Device) {
+    PERF_CUDA(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    PERF_CUDA(cudaStreamSynchronize(stream_));
+  } else {
     std::memcpy(host, src, bytes);
+  }
 }
 
 void RankBuffers::fillBytes(void* dst, unsigned char value, size_t bytes) const {
   if (bytes == 0) return;
-  if (kind_ == MemoryKind::Device)
-    PERF_CUDA(cudaMemset(dst, value, bytes));
-  else
+  if (kind_ == MemoryKind::Device) {
+    PERF_CUDA(cudaMemsetAsync(dst, value, bytes, stream_));
+    PERF_CUDA(cudaStreamSynchronize(stream_));
+  } else {
     std::memset(dst, value, bytes);
+  }
 }
 
 }  // namespace braid::perf

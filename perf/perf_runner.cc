@@ -55,13 +55,14 @@ class BenchmarkRank {
     printHeader();
     for (ncclDataType_t type : o_.types) {
       if (check::isReduction(o_.coll)) {
-        for (ReduceOp op : o_.ops) runSeries(type, op);
+        for (ReduceOp op : o_.ops) runSeriesOrSkip(type, op);
       } else {
-        runSeries(type, ReduceOp::None);
+        runSeriesOrSkip(type, ReduceOp::None);
       }
     }
     finishReport();
     finished_ = true;
+    if (seriesNotRun_ > 0) return kExitFailure;
     return report_.failedResults > 0 ? kExitWrongResults : 0;
   }
 
@@ -127,7 +128,7 @@ class BenchmarkRank {
       recvBytes = std::max(recvBytes, shape.recvElems * check::typeSize(type));
     }
     size_t scratchBytes = kRankRecordBytes * (s_.nRanks + 1) + 64;
-    buffers_ = std::make_unique<RankBuffers>(memory_, sendBytes, recvBytes, scratchBytes);
+    buffers_ = std::make_unique<RankBuffers>(memory_, sendBytes, recvBytes, scratchBytes, stream_);
     if (o_.checkIters > 0) {
       inputStage_.resize(std::max<size_t>(sendBytes, 1));
       outputStage_.resize(std::max<size_t>(std::max(sendBytes, recvBytes), 1));
@@ -401,10 +402,25 @@ class BenchmarkRank {
     }
   }
 
+  // A type/op pair the library refuses (ncclInvalidArgument or ncclInvalidUsage, the same on
+  // every rank) is reported and skipped, so that `-d all -o all` shows everything else; the
+  // run still fails at the end. Any other error ends the run.
+  void runSeriesOrSkip(ncclDataType_t type, ReduceOp op) {
+    try {
+      runSeries(type, op);
+    } catch (const PerfError& e) {
+      if (e.ncclCode != ncclInvalidArgument && e.ncclCode != ncclInvalidUsage) throw;
+      ++seriesNotRun_;
+      std::string what = std::string(check::typeName(type)) + " " + check::opName(op);
+      print("# " + what + ": not run: " + e.what());
+      if (!printing()) std::fprintf(stderr, "braid-perf rank %d: %s: %s\n", s_.rank, what.c_str(), e.what());
+    }
+  }
+
   void finishReport() {
     report_.avgBusBw = busBwCount_ ? busBwSum_ / busBwCount_ : 0;
     report_.endTime = nowString();
-    for (const auto& line : footer(report_.failedResults, report_.avgBusBw)) print(line);
+    for (const auto& line : footer(report_.failedResults, report_.avgBusBw, seriesNotRun_)) print(line);
     if (printing()) std::fflush(stdout);
     if (printing() && !o_.jsonPath.empty()) {
       std::string error;
@@ -427,6 +443,7 @@ class BenchmarkRank {
   int busBwCount_ = 0;
   uint64_t checkSeed_ = 0;
   int mismatchReports_ = 0;
+  int seriesNotRun_ = 0;
 };
 
 }  // namespace

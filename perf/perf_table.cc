@@ -58,9 +58,13 @@ std::string rowResult(const Measurement& m, bool checked) {
   return head + (checked ? printfString("  %6g", static_cast<double>(m.wrong)) : std::string("     N/A"));
 }
 
-std::vector<std::string> footer(int failedResults, double avgBusBw) {
-  return {printfString("# %-20s : %d %s", "Out of bounds values", failedResults, failedResults ? "FAILED" : "OK"),
-          printfString("# %-20s : %g ", "Avg bus bandwidth", avgBusBw), "#"};
+std::vector<std::string> footer(int failedResults, double avgBusBw, int seriesNotRun) {
+  std::vector<std::string> lines = {
+      printfString("# %-20s : %d %s", "Out of bounds values", failedResults, failedResults ? "FAILED" : "OK"),
+      printfString("# %-20s : %g ", "Avg bus bandwidth", avgBusBw)};
+  if (seriesNotRun > 0) lines.push_back(printfString("# %-20s : %d FAILED", "Series not run", seriesNotRun));
+  lines.push_back("#");
+  return lines;
 }
 
 }  // namespace braid::perf

@@ -41,7 +41,8 @@ std::vector<std::string> tableHeader(bool cpuTime);
 std::string rowPrefix(size_t bytes, size_t count, const std::string& type, const std::string& op, int root);
 // time, algbw, busbw, #wrong ("N/A" when not checked) of one placement.
 std::string rowResult(const Measurement& m, bool checked);
-// "# Out of bounds values : ..." and "# Avg bus bandwidth    : ...".
-std::vector<std::string> footer(int failedResults, double avgBusBw);
+// "# Out of bounds values : ..." and "# Avg bus bandwidth    : ...", and when some type/op
+// series could not run (the library refused the arguments) "# Series not run       : N".
+std::vector<std::string> footer(int failedResults, double avgBusBw, int seriesNotRun = 0);
 
 }  // namespace braid::perf

@@ -2,7 +2,8 @@
 // perf_fake_smoke.sh: it lets braid-perf's whole loop (placements, checks, table, JSON, exit
 // status) run where no NCCL library works yet. With one rank every collective is a copy,
 // except PreMulSum, which multiplies by its scalar. With FAKE_NCCL_CORRUPT=1 the first byte
-// of every output is flipped, so that the test sees braid-perf report wrong results.
+// of every output is flipped, so that the test sees braid-perf report wrong results; with
+// FAKE_NCCL_REFUSE_AVG=1 every call with ncclAvg returns ncclInvalidArgument.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -77,6 +78,8 @@ ncclResult_t copyResult(const void* in, void* out, size_t count, ncclDataType_t 
 }
 
 ncclResult_t reduceResult(const void* in, void* out, size_t count, ncclDataType_t type, ncclRedOp_t op) {
+  const char* refuseAvg = std::getenv("FAKE_NCCL_REFUSE_AVG");
+  if (op == ncclAvg && refuseAvg && refuseAvg[0] == '1') return fail("fake nccl: avg refused");
   int index = static_cast<int>(op) - static_cast<int>(ncclNumOps);
   if (index < 0) return copyResult(in, out, count, type);  // one rank: sum, prod, max, min, avg give x
   if (index >= kMaxPreMulSums || !gPreMulSums[index].used) return fail("fake nccl: unknown op");

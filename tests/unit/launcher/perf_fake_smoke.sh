@@ -47,7 +47,14 @@ FAKE_NCCL_CORRUPT=1 run nocheck -np 1 --memory host -b 1K -e 1K -n 1 -w 0 -c 0
 [ "$status" -eq 0 ] || fail "nocheck: exit status $status"
 grep -q "N/A" "$work/nocheck.out" || fail "nocheck: no N/A column"
 
-# 5. JSON report.
+# 5. An op the library refuses is reported and skipped; the others still run; status 3.
+FAKE_NCCL_REFUSE_AVG=1 run refuse -np 1 --memory host -o all -b 8 -e 64 -n 1 -w 0
+[ "$status" -eq 3 ] || fail "refuse: exit status $status, expected 3"
+grep -q "float avg: not run" "$work/refuse.out" || fail "refuse: no 'not run' line"
+grep -q "Series not run       : 1 FAILED" "$work/refuse.out" || fail "refuse: footer should count 1 series"
+[ "$(grep -c ' mulsum ' "$work/refuse.out")" -eq 4 ] || fail "refuse: premulsum rows missing after the skipped op"
+
+# 6. JSON report.
 rm -f "$work/report.json"
 run json -np 1 --memory host -b 8 -e 64 -n 1 -w 0 --json "$work/report.json"
 expect_clean json
@@ -58,7 +65,7 @@ else
   [ -s "$work/report.json" ] || fail "json: no report"
 fi
 
-# 6. Bad usage: status 2 and a message.
+# 7. Bad usage: status 2 and a message.
 run usage --memory host -d float128
 [ "$status" -eq 2 ] || fail "usage: exit status $status, expected 2"
 

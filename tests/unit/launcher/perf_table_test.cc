@@ -61,6 +61,10 @@ TEST(PerfTable, ParametersRankAndFooterLines) {
   EXPECT_EQ(ok[0], "# Out of bounds values : 0 OK");
   EXPECT_EQ(ok[1], "# Avg bus bandwidth    : 12.5 ");
   EXPECT_EQ(footer(2, 0)[0], "# Out of bounds values : 2 FAILED");
+  EXPECT_EQ(ok.size(), 3u);
+  std::vector<std::string> notRun = footer(0, 1, 2);
+  ASSERT_EQ(notRun.size(), 4u);
+  EXPECT_EQ(notRun[2], "# Series not run       : 2 FAILED");
 }
 
 TEST(PerfJson, ReportHasNcclTestsKeysAndEscapes) {
