@@ -14,6 +14,8 @@ namespace braid::kernels {
 BRAID_ELEM_TYPES(BRAID_DECLARE)
 #define BRAID_ENTRY(T) &launchExecutor##T,
 const ExecutorLauncher kExecutorLaunchers[kNumElemTypes] = {BRAID_ELEM_TYPES(BRAID_ENTRY)};
+#define BRAID_DECLARE_PRELOAD(T) cudaError_t preloadExecutor##T();
+BRAID_ELEM_TYPES(BRAID_DECLARE_PRELOAD)
 
 namespace {
 __global__ void uploadKernel(const __grid_constant__ UploadParams p) {
@@ -22,6 +24,18 @@ __global__ void uploadKernel(const __grid_constant__ UploadParams p) {
   for (uint32_t i = threadIdx.x; i < p.bytes / 16; i += blockDim.x) to[i] = from[i];
 }
 }  // namespace
+
+cudaError_t preloadAllKernels() {
+  using Preload = cudaError_t (*)();
+#define BRAID_PRELOAD_ENTRY(T) &preloadExecutor##T,
+  static const Preload preloads[] = {BRAID_ELEM_TYPES(BRAID_PRELOAD_ENTRY)};
+  for (Preload p : preloads) {
+    cudaError_t e = p();
+    if (e != cudaSuccess) return e;
+  }
+  cudaFuncAttributes attributes;
+  return cudaFuncGetAttributes(&attributes, uploadKernel);
+}
 
 cudaError_t launchUpload(const UploadParams& params, cudaStream_t stream) {
   uploadKernel<<<1, 256, 0, stream>>>(params);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -254,6 +255,19 @@ std::set<std::tuple<int, int, int>> connectionsOf(const Launch& w, const std::ve
 
 size_t inlineWorkCapacity() { return kInlineWorkBytes; }
 
+ncclResult_t preloadKernels(int cudaDev) {
+  static std::mutex mutex;
+  static std::set<int> loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (loaded.count(cudaDev) > 0) return ncclSuccess;
+  DeviceGuard guard;
+  BRAID_CHECK(guard.enter(cudaDev));
+  cudaError_t e = preloadAllKernels();
+  if (e != cudaSuccess) return fail(ncclUnhandledCudaError, "executor: loading the kernels on device %d: %s", cudaDev, cudaGetErrorString(e));
+  loaded.insert(cudaDev);
+  return ncclSuccess;
+}
+
 ncclResult_t launch(const Launch& w) {
   if (w.threadsPerBlock < 32 || w.threadsPerBlock > 512 || w.threadsPerBlock % 32 != 0)
     return fail(ncclInvalidArgument, "executor: threadsPerBlock %d; need a multiple of 32 in [32, 512]", w.threadsPerBlock);
@@ -293,6 +307,7 @@ ncclResult_t launch(const Launch& w) {
     if (!batch.empty()) BRAID_CHECK(packKernel(w, tables, static_cast<ElemType>(type), batch, &kernels));
   }
   if (kernels.empty()) return ncclSuccess;
+  BRAID_CHECK(preloadKernels(w.cudaDev));
   DeviceGuard guard;
   BRAID_CHECK(guard.enter(w.cudaDev));
   for (const PackedKernel& k : kernels) BRAID_CHECK(enqueueKernel(w, tables, k));

@@ -71,6 +71,12 @@ struct Launch {
 // naming a connection or buffer that is absent), ncclUnhandledCudaError when CUDA refuses.
 ncclResult_t launch(const Launch& work);
 
+// Loads all executor kernels on `cudaDev` (once per device; later calls return at once).
+// CUDA loads modules lazily by default, and a module load waits for running kernels: a
+// rank's first launch of a new kernel, while other ranks of the process spin in theirs,
+// would never return. launch() calls this itself; call it at communicator init too.
+ncclResult_t preloadKernels(int cudaDev);
+
 // The number of inline work bytes a launch may take before it spills to device memory.
 size_t inlineWorkCapacity();
 

@@ -12,6 +12,9 @@ using ExecutorLauncher = cudaError_t (*)(const KernelParams& params, unsigned bl
 // Indexed by ElemType.
 extern const ExecutorLauncher kExecutorLaunchers[kNumElemTypes];
 
+// Loads every kernel's module on the current device (see preloadKernels in executor.h).
+cudaError_t preloadAllKernels();
+
 // Copies params.bytes bytes of params.data to params.dst, in stream order.
 cudaError_t launchUpload(const UploadParams& params, cudaStream_t stream);
 

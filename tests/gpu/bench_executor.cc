@@ -5,6 +5,7 @@
 //   gpu_bench_executor [--quick]
 #include <chrono>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -85,20 +86,37 @@ bool benchAllReduce(int n, int channels, size_t bytes, int iters, uint32_t slotB
     c.output = out[r];
     traffic += planTraffic(c.algorithm->build(c.args), sizeof(float));
   }
-  // Each rank enqueues from its own thread, as ranks of separate processes would.
+  // Each rank enqueues from its own thread, as ranks of separate processes would. GPU time
+  // from events on the ranks' streams: the earliest start to the latest end.
+  std::vector<cudaEvent_t> begin(n), end(n);
+  for (int r = 0; r < n; ++r)
+    if (!GPU_OK(cudaEventCreate(&begin[r])) || !GPU_OK(cudaEventCreate(&end[r]))) return false;
   auto run = [&](int times) {
     std::vector<int> ok(n, 1);
     g->onEachRank([&](int r) {
+      ok[r] = cudaEventRecord(begin[r], g->stream(r)) == cudaSuccess;
       for (int i = 0; i < times && ok[r]; ++i) ok[r] = g->enqueue(r, {calls[r]}) == ncclSuccess;
+      ok[r] = ok[r] && cudaEventRecord(end[r], g->stream(r)) == cudaSuccess;
     });
     for (int r = 0; r < n; ++r)
       if (!ok[r]) return false;
     return g->waitOrAbort(60);
   };
   if (!run(1)) return false;  // warm-up
-  auto t0 = Clock::now();
   if (!run(iters)) return false;
-  const double secs = std::chrono::duration<double>(Clock::now() - t0).count() / iters;
+  float first = 0, last = 0;
+  for (int r = 0; r < n; ++r) {
+    float startMs = 0, endMs = 0;
+    (void)cudaEventElapsedTime(&startMs, begin[0], begin[r]);
+    (void)cudaEventElapsedTime(&endMs, begin[0], end[r]);
+    first = std::min(first, startMs);
+    last = std::max(last, endMs);
+  }
+  for (int r = 0; r < n; ++r) {
+    (void)cudaEventDestroy(begin[r]);
+    (void)cudaEventDestroy(end[r]);
+  }
+  const double secs = (last - first) / 1e3 / iters;
   for (int r = 0; r < n; ++r) {
     if (g->deviceError(r) != 0) std::fprintf(stderr, "rank %d: device error %u\n", r, g->deviceError(r));
     (void)cudaFree(in[r]);

@@ -127,20 +127,24 @@ bool RankGroup::waitOrAbort(double seconds) {
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > seconds) break;
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
-  // cudaMemcpy on the legacy stream does not wait for the ranks' non-blocking streams.
-  for (int r = 0; r < options_.nRanks; ++r) {
+  // Read the counters on a stream of their own, which does not wait for the ranks' streams.
+  cudaStream_t peek = nullptr;
+  (void)cudaStreamCreateWithFlags(&peek, cudaStreamNonBlocking);
+  for (int r = 0; r < options_.nRanks && peek != nullptr; ++r) {
     for (const transport::P2pLink& l : transports_[r]->recvLinks()) {
       transport::FifoRecvEnd e;
       uint64_t tail = 0, head = 0;
       if (!transports_[r]->recvEnd(l.channel, l.peer, &e)) continue;
-      (void)cudaMemcpy(&tail, e.localTail, 8, cudaMemcpyDeviceToHost);
-      (void)cudaMemcpy(&head, e.peerHead, 8, cudaMemcpyDeviceToHost);
+      (void)cudaMemcpyAsync(&tail, e.localTail, 8, cudaMemcpyDeviceToHost, peek);
+      (void)cudaMemcpyAsync(&head, e.peerHead, 8, cudaMemcpyDeviceToHost, peek);
+      (void)cudaStreamSynchronize(peek);
       if (tail != 0 || head != 0)
         std::fprintf(stderr, "hang: rank %d <- rank %d channel %d: tail %llu head %llu\n", r, l.peer, l.channel,
                      (unsigned long long)tail, (unsigned long long)head);
     }
     std::fprintf(stderr, "hang: rank %d stream %s\n", r, cudaStreamQuery(streams_[r]) == cudaErrorNotReady ? "busy" : "done");
   }
+  if (peek != nullptr) (void)cudaStreamDestroy(peek);
   *abortFlag_ = 1;
   synchronize();
   return false;

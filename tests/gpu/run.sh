@@ -12,8 +12,9 @@ logs="${OUT:-$(mktemp -d)}/gpu-logs"
 mkdir -p "$logs"
 export NCCL_NVLS_ENABLE=0   # never NVLink multicast
 # Ranks of one process share a GPU's hardware queues (8 by default): two ranks' streams on
-# one queue serialise their kernels, and a rank with two kernels in flight then waits on a
-# peer's kernel stuck behind its own. More queues make that collision less likely.
+# one queue could serialise their kernels while each waits for the other. More queues make
+# such a collision less likely (not seen so far; the executor preloads its kernels against
+# the lazy-loading deadlock, which was seen).
 export CUDA_DEVICE_MAX_CONNECTIONS="${CUDA_DEVICE_MAX_CONNECTIONS:-32}"
 bench="${BENCH:-quick}"
 
