@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "core/numeric.h"
 #include "host/engine.h"
+#include "host/fifo.h"
 
 namespace braid::api {
 namespace {
@@ -48,6 +49,11 @@ ncclResult_t addCollective(HostRun& run, const Task& t) {
   ctx.signature = signatureOf(t);
   ctx.bufs = {const_cast<char*>(static_cast<const char*>(t.sendbuff)), static_cast<char*>(t.recvbuff)};
   ctx.bufIsInput = {true, false};
+  if (t.coll == algo::Coll::AlltoAll && t.sendbuff == t.recvbuff) {
+    // In place, a block may arrive before this rank has sent its own block to that peer.
+    ctx.staging.assign(ctx.bufs[0], ctx.bufs[0] + t.count * comm->nRanks * ctx.elemSize);
+    ctx.bufs[0] = ctx.staging.data();
+  }
   if (ctx.reduces) BRAID_CHECK(hostOpFor(comm, t.op, t.type, t.caller, &ctx.op));
   algo::CollArgs args;
   args.coll = t.coll;
@@ -58,6 +64,9 @@ ncclResult_t addCollective(HostRun& run, const Task& t) {
   args.nChannels = 1;  // one progress thread: more lanes would only cut the data finer
   args.alignElems = static_cast<uint32_t>(std::max<size_t>(1, 64 / ctx.elemSize));
   args.ring = comm->ring;
+  // A step may fill at most half a FIFO, so that every ring neighbour can post its step
+  // before it must consume (otherwise all ranks block sending).
+  args.maxStepElems = (kFifoSlots / 2) * kFifoSlotBytes / ctx.elemSize;
   const algo::Algorithm* alg = algo::defaultAlgorithm(t.coll, comm->nRanks);
   if (!alg) return fail(ncclInternalError, "%s: no algorithm for this collective", t.caller);
   algo::RankPlan& plan = run.plans.emplace_back(alg->build(args));
@@ -85,12 +94,20 @@ void addP2p(HostRun& run, ncclComm* comm, const std::vector<const Task*>& tasks)
     ctx.caller = t.caller;
     ctx.elemSize = sizeOfType(t.type);
     ctx.signature = signatureOf(t);
-    ctx.bufs.assign(nBufs, nullptr);
-    ctx.bufIsInput.assign(nBufs, false);
-    ctx.bufs[2 * i] = const_cast<char*>(static_cast<const char*>(t.sendbuff));
-    ctx.bufs[2 * i + 1] = static_cast<char*>(t.recvbuff);
-    ctx.bufIsInput[2 * i] = true;
     ctxOf.push_back(&ctx);
+  }
+  // Every op sees the whole buffer table: a send to oneself becomes a copy into another
+  // op's recv buffer.
+  std::vector<char*> bufs(nBufs, nullptr);
+  std::vector<bool> isInput(nBufs, false);
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    bufs[2 * i] = const_cast<char*>(static_cast<const char*>(tasks[i]->sendbuff));
+    bufs[2 * i + 1] = static_cast<char*>(tasks[i]->recvbuff);
+    isInput[2 * i] = true;
+  }
+  for (host::OpContext* ctx : ctxOf) {
+    ctx->bufs = bufs;
+    ctx->bufIsInput = isInput;
   }
   algo::RankPlan& plan = run.plans.emplace_back(algo::buildP2p(comm->rank, comm->nRanks, ops));
   for (const algo::Lane& lane : plan.lanes) {

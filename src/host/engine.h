@@ -21,6 +21,7 @@ struct OpContext {
   std::vector<char*> bufs;      // by schedule buffer index
   std::vector<bool> bufIsInput; // reading it reads a raw contribution (pre-multiply)
   uint64_t signature = 0;       // carried by every slot, checked by the receiver
+  std::vector<char> staging;    // a private copy of the input when the schedule cannot run in place
 };
 
 // The steps one lane runs, possibly from several ops of a group, in order.
