@@ -58,7 +58,7 @@ class Packer {
   std::vector<std::vector<size_t>> pack(double speed, const std::vector<std::pair<size_t, size_t>>& ends) {
     used_.assign(cap_.size(), 0.0);
     std::vector<std::vector<size_t>> channels;
-    for (int c = 0; c < opt_.maxChannels; ++c) {
+    for (int c = 0; c < opt_.maxChannels && !exhausted(); ++c) {
       size_t start = ends.empty() ? 0 : ends[static_cast<size_t>(c) % ends.size()].first;
       long end = ends.empty() ? -1 : static_cast<long>(ends[static_cast<size_t>(c) % ends.size()].second);
       std::vector<size_t> order;
@@ -68,6 +68,8 @@ class Packer {
     }
     return channels;
   }
+
+  bool exhausted() const { return totalSteps_ > opt_.totalBudget; }
 
   PathType worstType(const std::vector<std::vector<size_t>>& channels, bool ring) const {
     PathType w = PathType::Loc;
@@ -136,7 +138,8 @@ class Packer {
   }
 
   void dfs(size_t cur, int cost) {
-    if (++steps_ > opt_.stepBudget && !best_.empty()) return;
+    ++totalSteps_;
+    if (++steps_ > opt_.stepBudget) return;  // with no order found yet, this speed is given up
     if (bestCost_ <= floor_) return;  // cannot do better than the cheapest possible channel
     size_t remaining = n_ - path_.size();
     if (remaining == 0) {
@@ -167,7 +170,7 @@ class Packer {
       path_.pop_back();
       visited_[j] = false;
       use(cur, j, -s_);
-      if (steps_ > opt_.stepBudget && !best_.empty()) return;
+      if (steps_ > opt_.stepBudget) return;
       if (bestCost_ <= floor_) return;
     }
   }
@@ -183,6 +186,7 @@ class Packer {
   double s_ = 0;
   long end_ = -1;
   long steps_ = 0;
+  long totalSteps_ = 0;
   int bestCost_ = 0, floor_ = 0;
   std::vector<size_t> best_, path_;
   std::vector<bool> visited_;
@@ -217,6 +221,7 @@ SearchResult run(const System& sys, const std::vector<int>& gpus, const std::vec
     // A slower speed must move clearly more in total to win: more channels cost more SMs.
     double bar = bestSpeed * static_cast<double>(best.size()) * kSlowerMustGain + kEps;
     if (bestQualifies && s * opt.maxChannels <= bar) break;
+    if (packer.exhausted()) break;  // keep what was found: the search must stay cheap
     auto channels = packer.pack(s, ends);
     bool qualifies = channels.size() >= minChannels;
     if ((qualifies && !bestQualifies && !channels.empty()) ||

@@ -23,7 +23,8 @@ struct SearchOptions {
   int minChannels = 1;        // a speed that packs fewer channels wins only when no speed packs this many
   double maxSpeed = 0;        // GB/s per channel; 0 = the GPUs' generation limit (maxChannelBw)
   P2pPolicy p2p;
-  long stepBudget = 1 << 15;  // DFS steps per channel before taking the best order found so far
+  long stepBudget = 1 << 15;  // DFS steps per channel: then the best order found so far, or none
+  long totalBudget = 1 << 21; // DFS steps for the whole search: then the best result so far
 };
 
 struct SearchResult {

@@ -496,16 +496,17 @@ class Builder {
       addLink(pair.first, pair.second, LinkType::Nvl, count * nvlinkBwPerLink(sm), count);
     }
     for (const auto& [gpu, count] : nvsCounts) {
-      const Node& g = s_.nodes[static_cast<size_t>(gpu)];
-      Host& h = s_.hosts[static_cast<size_t>(g.host)];
-      if (h.nvs < 0) {
+      // Copies: addNode below may move the nodes.
+      int host = s_.nodes[static_cast<size_t>(gpu)].host;
+      int sm = s_.nodes[static_cast<size_t>(gpu)].sm;
+      if (s_.hosts[static_cast<size_t>(host)].nvs < 0) {
         Node n;
         n.type = NodeType::Nvs;
-        n.host = g.host;
+        n.host = host;
         n.name = "nvswitch";
-        h.nvs = addNode(n);
+        s_.hosts[static_cast<size_t>(host)].nvs = addNode(n);
       }
-      addLink(gpu, h.nvs, LinkType::Nvl, count * nvlinkBwPerLink(g.sm), count);
+      addLink(gpu, s_.hosts[static_cast<size_t>(host)].nvs, LinkType::Nvl, count * nvlinkBwPerLink(sm), count);
     }
   }
 

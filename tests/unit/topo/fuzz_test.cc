@@ -1,6 +1,7 @@
 // Randomized mutation of the real topology files, fed through everything that reads a topology:
 // XML reader, graph builder, paths, matrix, search and writer. Bounded (BRAID_TOPO_FUZZ_SECONDS,
-// default 3 s) and seeded (BRAID_TOPO_FUZZ_SEED) so a failure reproduces. It checks that nothing
+// default 3 s, or BRAID_TOPO_FUZZ_ITERATIONS inputs) and seeded (BRAID_TOPO_FUZZ_SEED) so a
+// failure reproduces. It checks that nothing
 // crashes or hangs (each input under 2 s), errors name the input, and what reads back after a
 // write is the same graph. Run it under AddressSanitizer to find leaks and overruns.
 #include <gtest/gtest.h>
@@ -77,6 +78,11 @@ class Mutator {
 TEST(TopoFuzz, MutatedFilesNeverCrashOrHang) {
   double seconds = 3.0;
   if (const char* v = std::getenv("BRAID_TOPO_FUZZ_SECONDS")) seconds = std::atof(v);
+  long maxIterations = -1;  // BRAID_TOPO_FUZZ_ITERATIONS: a fixed count, to replay a run exactly
+  if (const char* v = std::getenv("BRAID_TOPO_FUZZ_ITERATIONS")) {
+    maxIterations = std::atol(v);
+    seconds = 1e9;
+  }
   uint64_t seed = 20261129;
   if (const char* v = std::getenv("BRAID_TOPO_FUZZ_SEED")) seed = std::strtoull(v, nullptr, 10);
   std::vector<std::string> corpus;
@@ -86,7 +92,8 @@ TEST(TopoFuzz, MutatedFilesNeverCrashOrHang) {
   auto start = std::chrono::steady_clock::now();
   long iterations = 0, parsed = 0, built = 0;
   double worstMs = 0;
-  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds) {
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds &&
+         (maxIterations < 0 || iterations < maxIterations)) {
     const std::string& base = corpus[choose() % corpus.size()];
     std::string input = m.mutate(base);
     auto t0 = std::chrono::steady_clock::now();

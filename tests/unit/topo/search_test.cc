@@ -180,6 +180,32 @@ TEST(TopoSearch, InterleavedNumberingStillCrossesSocketsTwice) {
   expectWithinCapacity(sys, r, true);
 }
 
+TEST(TopoSearch, LargeHostsStayCheapEvenWhenSpeedsFail) {
+  // 32 PCIe GPUs on two AMD sockets: every speed above the 16 GB/s socket link fails only after
+  // the first socket is placed, the worst case for a depth-first search (16! orders).
+  std::string text = "<system version=\"1\">";
+  for (int cpu = 0; cpu < 2; ++cpu) {
+    text += "<cpu numaid=\"" + std::to_string(cpu) + "\" arch=\"x86_64\" vendor=\"AuthenticAMD\" familyid=\"25\" modelid=\"1\">";
+    for (int k = 0; k < 16; ++k) {
+      char bus[32];
+      std::snprintf(bus, sizeof(bus), "0000:%02x:00.0", 0x10 + cpu * 16 + k);
+      text += std::string("<pci busid=\"") + bus + "\" class=\"0x030200\" link_speed=\"32.0 GT/s PCIe\" link_width=\"16\">" +
+              "<gpu dev=\"" + std::to_string(cpu * 16 + k) + "\" sm=\"90\"/></pci>";
+    }
+    text += "</cpu>";
+  }
+  text += "</system>";
+  System sys = fromText(text);
+  auto t0 = std::chrono::steady_clock::now();
+  SearchResult r = searchRings(sys, sys.gpus, SearchOptions{});
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(ms, 1000.0);
+  ASSERT_FALSE(r.channels.empty());
+  EXPECT_FALSE(r.fallback);
+  for (const auto& ring : r.channels) EXPECT_EQ(hopTypes(sys, ring)[PathType::Sys], 2);
+  expectWithinCapacity(sys, r, true);
+}
+
 TEST(TopoSearch, CubeMeshRingsUseOnlyNvlink) {
   System sys = load("v100-sxm2-8gpu-vm-cubemesh.xml");
   SearchOptions opt;
