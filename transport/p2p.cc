@@ -175,6 +175,7 @@ ncclResult_t P2pTransport::connect(Bootstrap& boot, const std::vector<P2pPeerInf
         else if (e != cudaSuccess) return cudaFail("cudaDeviceEnablePeerAccess", e);
       }
     } else {
+      t->crossProcess_ = true;
       if (h.hostStaged) return fail(ncclSystemError, "p2p: rank %d stages through host memory, which is not shared across processes", p);
       if (peers[p].busId != self.busId && !peerAccessible(self.cudaDev, peers[p].cudaDev))
         return fail(ncclSystemError, "p2p: rank %d (bus %lx) is in another process on a GPU that this GPU (bus %lx) cannot access; host staging across processes is not implemented",
@@ -260,8 +261,9 @@ ncclResult_t P2pTransport::close() {
     if (e != cudaSuccess && result == ncclSuccess) result = cudaFail("cudaIpcCloseMemHandle", e);
   }
   imported_.clear();
-  // Nobody frees a region while a peer still maps it.
-  ncclResult_t b = boot_->barrier();
+  // Nobody frees a region while a peer in another process still maps it. (Ranks of one
+  // process import nothing, and one thread may destroy them one after another.)
+  ncclResult_t b = crossProcess_ ? boot_->barrier() : ncclSuccess;
   if (b != ncclSuccess) {
     if (result == ncclSuccess) result = b;
   }

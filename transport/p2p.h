@@ -79,6 +79,7 @@ class P2pTransport {
   std::vector<FifoRecvEnd> recvEnds_;
   std::vector<void*> imported_;  // cudaIpcOpenMemHandle results, to close
   bool closed_ = false;
+  bool crossProcess_ = false;    // a linked peer lives in another process (close() then waits for it)
 };
 
 }  // namespace braid::transport

@@ -1,17 +1,235 @@
-// Device-memory tasks go to the GPU executor (kernels/), which enqueues them on the
-// callers' streams.
+// Device-memory tasks: each communicator's share of the group becomes one GPU executor
+// launch on the caller's stream. Nothing here waits for the GPU.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <thread>
+
+#include "algo/algorithm.h"
+#include "api/device_resources.h"
+#include "api/redop.h"
 #include "api/task.h"
 #include "core/comm.h"
 #include "core/log.h"
+#include "core/numeric.h"
+#include "kernels/executor.h"
 
 namespace braid::api {
+namespace {
+
+constexpr int kP2pChannelBase = 64;
+
+ncclResult_t cudaFail(const Task& t, const char* what, cudaError_t e) {
+  cudaGetLastError();
+  return fail(ncclUnhandledCudaError, "%s (rank %d): %s failed: %s", t.caller, t.comm->rank, what, cudaGetErrorString(e));
+}
+
+ncclResult_t redOpFor(const Task& t, kernels::RedOp* out) {
+  ncclComm* comm = t.comm;
+  out->nRanks = comm->nRanks;
+  if (static_cast<int>(t.op) >= ncclNumOps) {
+    std::lock_guard<std::mutex> lock(comm->userOpsMutex);
+    const BraidUserOp& user = comm->userOps[static_cast<size_t>(t.op) - ncclNumOps];
+    if (user.residence == ncclScalarDevice) {
+      out->kind = kernels::RedKind::PreMulSum;
+      out->deviceScalar = user.devScalar;  // read by the kernel when it runs, as NCCL does
+      return ncclSuccess;
+    }
+  }
+  host::HostOp hop;
+  BRAID_CHECK(hostOpFor(comm, t.op, t.type, t.caller, &hop));
+  out->kind = static_cast<kernels::RedKind>(hop.kind);
+  out->scalarBits = hop.scalar;
+  return ncclSuccess;
+}
+
+struct CommLaunch {
+  ncclComm* comm = nullptr;
+  GpuResources* res = nullptr;
+  std::vector<const Task*> tasks;
+  std::deque<algo::RankPlan> plans;
+  std::deque<algo::Lane> p2pLanes;
+  kernels::Launch launch;
+  std::set<std::pair<int, int>> sends, recvs;
+  std::vector<void*> scratch;  // stream-ordered copies for in-place AlltoAll
+};
+
+void noteLinks(CommLaunch& cl, const algo::Lane& lane) {
+  for (const algo::Step& s : lane.steps) {
+    if (s.sendPeer >= 0) cl.sends.insert({lane.channel, s.sendPeer});
+    if (s.recvPeer >= 0) cl.recvs.insert({lane.channel, s.recvPeer});
+  }
+}
+
+ncclResult_t planCollective(CommLaunch& cl, const Task& t) {
+  ncclComm* comm = t.comm;
+  kernels::OpWork op;
+  op.type = t.type;
+  op.reduces = algo::collReduces(t.coll);
+  if (op.reduces) BRAID_CHECK(redOpFor(t, &op.red));
+  void* in = const_cast<void*>(t.sendbuff);
+  size_t es = sizeOfType(t.type);
+  if (t.coll == algo::Coll::AlltoAll && t.sendbuff == t.recvbuff) {
+    // In place, a block may arrive before this rank has sent its own block to that peer.
+    size_t bytes = t.count * comm->nRanks * es;
+    cudaError_t e = cudaMallocAsync(&in, bytes, t.stream);
+    if (e != cudaSuccess) return cudaFail(t, "cudaMallocAsync (in-place AlltoAll copy)", e);
+    e = cudaMemcpyAsync(in, t.sendbuff, bytes, cudaMemcpyDeviceToDevice, t.stream);
+    if (e != cudaSuccess) return cudaFail(t, "cudaMemcpyAsync (in-place AlltoAll copy)", e);
+    cl.scratch.push_back(in);
+  }
+  op.buffers = {in, t.recvbuff};
+  algo::CollArgs args;
+  args.coll = t.coll;
+  args.nRanks = comm->nRanks;
+  args.rank = comm->rank;
+  args.count = t.count;
+  args.root = t.root;
+  args.nChannels = cl.res->channelsFor(algo::inputCount(t.coll, t.count, comm->nRanks, comm->rank, t.root) * es);
+  args.alignElems = static_cast<uint32_t>(std::max<size_t>(1, 16 / es));
+  args.maxStepElems = (GpuResources::kSlots / 2) * GpuResources::kSlotBytes / es;
+  args.ring = comm->ring;
+  const algo::Algorithm* alg = algo::defaultAlgorithm(t.coll, comm->nRanks);
+  algo::RankPlan& plan = cl.plans.emplace_back(alg->build(args));
+  algo::maybeDumpSchedule(args, plan);
+  int opIndex = static_cast<int>(cl.launch.ops.size());
+  cl.launch.ops.push_back(std::move(op));
+  for (const algo::Lane& lane : plan.lanes) {
+    cl.launch.lanes.push_back({opIndex, &lane});
+    noteLinks(cl, lane);
+  }
+  return ncclSuccess;
+}
+
+void planP2p(CommLaunch& cl, const std::vector<const Task*>& p2p) {
+  ncclComm* comm = cl.comm;
+  std::vector<algo::P2pOp> ops;
+  std::vector<void*> bufs(2 * p2p.size(), nullptr);
+  for (size_t i = 0; i < p2p.size(); ++i) {
+    ops.push_back({p2p[i]->isSend, p2p[i]->root, p2p[i]->count});
+    bufs[2 * i] = const_cast<void*>(p2p[i]->sendbuff);
+    bufs[2 * i + 1] = p2p[i]->recvbuff;
+  }
+  algo::RankPlan plan = algo::buildP2p(comm->rank, comm->nRanks, ops);
+  // One op per P2P task (its type), all sharing the group's buffer table.
+  int firstOp = static_cast<int>(cl.launch.ops.size());
+  for (const Task* t : p2p) {
+    kernels::OpWork op;
+    op.type = t->type;
+    op.reduces = false;
+    op.buffers = bufs;
+    cl.launch.ops.push_back(op);
+  }
+  for (algo::Lane lane : plan.lanes) {
+    lane.channel += kP2pChannelBase;  // never shares a connection with collective lanes
+    const algo::Step& s = lane.steps.front();
+    uint16_t buf = s.src != algo::kNoBuf ? s.src : s.dst;
+    algo::Lane& kept = cl.p2pLanes.emplace_back(std::move(lane));
+    cl.launch.lanes.push_back({firstOp + buf / 2, &kept});
+    noteLinks(cl, kept);
+  }
+}
+
+ncclResult_t prepare(CommLaunch& cl) {
+  ncclComm* comm = cl.comm;
+  if (!comm->device) {
+    GpuResources* res = nullptr;
+    BRAID_CHECK(GpuResources::create(comm, &res));
+    comm->device.reset(res);
+    BRAID_CHECK(kernels::preloadKernels(comm->cudaDev));
+  }
+  cl.res = static_cast<GpuResources*>(comm->device.get());
+  std::vector<const Task*> p2p;
+  for (const Task* t : cl.tasks) {
+    if (t->coll == algo::Coll::SendRecv) p2p.push_back(t);
+    else BRAID_CHECK(planCollective(cl, *t));
+  }
+  if (!p2p.empty()) planP2p(cl, p2p);
+  return ncclSuccess;
+}
+
+ncclResult_t connectAndLaunch(CommLaunch& cl) {
+  BRAID_CHECK(cl.res->ensureLinks(cl.sends, cl.recvs));
+  kernels::Launch& L = cl.launch;
+  const Task& first = *cl.tasks.front();
+  L.cudaDev = cl.comm->cudaDev;
+  L.stream = first.stream;
+  L.abortFlag = cl.res->abortWordDevice();
+  L.errorOut = cl.res->errorWordDevice();
+  for (auto& [channel, peer] : cl.sends) {
+    kernels::SendConn c{channel, peer, {}};
+    cl.res->sendEnd(channel, peer, &c.end);
+    L.sends.push_back(c);
+  }
+  for (auto& [channel, peer] : cl.recvs) {
+    kernels::RecvConn c{channel, peer, {}};
+    cl.res->recvEnd(channel, peer, &c.end);
+    L.recvs.push_back(c);
+  }
+  // Work on other streams of the group: the launch stream waits for them, they wait for it.
+  std::vector<cudaStream_t> others;
+  for (const Task* t : cl.tasks)
+    if (t->stream != first.stream && std::find(others.begin(), others.end(), t->stream) == others.end())
+      others.push_back(t->stream);
+  std::vector<cudaEvent_t> events;
+  auto joinStreams = [&](cudaStream_t from, cudaStream_t to) -> cudaError_t {
+    cudaEvent_t ev;
+    cudaError_t e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaEventRecord(ev, from);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(to, ev, 0);
+    cudaEventDestroy(ev);
+    return e;
+  };
+  for (cudaStream_t s : others)
+    if (cudaError_t e = joinStreams(s, L.stream); e != cudaSuccess) return cudaFail(first, "joining streams", e);
+  BRAID_CHECK(kernels::launch(L));
+  for (void* p : cl.scratch)
+    if (cudaError_t e = cudaFreeAsync(p, L.stream); e != cudaSuccess) return cudaFail(first, "cudaFreeAsync", e);
+  for (cudaStream_t s : others)
+    if (cudaError_t e = joinStreams(L.stream, s); e != cudaSuccess) return cudaFail(first, "joining streams", e);
+  return ncclSuccess;
+}
+
+}  // namespace
 
 ncclResult_t runDeviceTasks(std::vector<const Task*>& tasks) {
-  const Task& t = *tasks.front();
-  return fail(ncclInvalidUsage,
-              "%s (rank %d): device-memory collectives need braid's GPU executor, which this build lacks. Fix: use "
-              "host buffers, or a build with BRAID_ENABLE_CUDA=ON.",
-              t.caller, t.comm->rank);
+  std::deque<CommLaunch> launches;
+  std::map<ncclComm*, CommLaunch*> byComm;
+  for (const Task* t : tasks) {
+    auto it = byComm.find(t->comm);
+    if (it == byComm.end()) {
+      CommLaunch& cl = launches.emplace_back();
+      cl.comm = t->comm;
+      it = byComm.emplace(t->comm, &cl).first;
+    }
+    it->second->tasks.push_back(t);
+  }
+  int prevDev = -1;
+  cudaGetDevice(&prevDev);
+  for (CommLaunch& cl : launches) {
+    if (cudaError_t e = cudaSetDevice(cl.comm->cudaDev); e != cudaSuccess) return cudaFail(*cl.tasks.front(), "cudaSetDevice", e);
+    BRAID_CHECK(prepare(cl));
+  }
+  ncclResult_t rc = ncclSuccess;
+  if (launches.size() == 1) {
+    rc = connectAndLaunch(launches.front());
+  } else {
+    // Connection setup waits for peers that may be other ranks of this thread's group.
+    std::vector<ncclResult_t> results(launches.size(), ncclSuccess);
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < launches.size(); ++i)
+      threads.emplace_back([&, i] {
+        cudaSetDevice(launches[i].comm->cudaDev);
+        results[i] = connectAndLaunch(launches[i]);
+      });
+    for (auto& th : threads) th.join();
+    for (ncclResult_t r : results)
+      if (r != ncclSuccess) rc = r;
+  }
+  if (prevDev >= 0) cudaSetDevice(prevDev);
+  return rc;
 }
 
 }  // namespace braid::api

@@ -332,6 +332,7 @@ BRAID_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
                 static_cast<void*>(comm));
   comm->abortFlag.store(true);
   if (comm->bootstrap) comm->bootstrap->abort();
+  if (comm->device) comm->device->signalAbort();
   deleteComm(comm);
   return ncclSuccess;
 }
@@ -373,7 +374,12 @@ BRAID_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank) {
 BRAID_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError) {
   BRAID_CHECK(checkLive(comm, "ncclCommGetAsyncError"));
   if (!asyncError) return fail(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL.");
-  *asyncError = comm->asyncError.load();
+  ncclResult_t rc = comm->asyncError.load();
+  if (rc == ncclSuccess && comm->device) {
+    // Kernels report through a host-mapped word (an abort, or work they could not run).
+    rc = comm->device->asyncError();
+  }
+  *asyncError = rc;
   return ncclSuccess;
 }
 

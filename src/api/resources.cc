@@ -22,6 +22,8 @@ ncclResult_t createResources(ncclComm* comm) {
 }
 
 void destroyResources(ncclComm* comm, bool abort) {
+  if (comm->device) comm->device->close(abort);
+  comm->device.reset();
   if (comm->host) comm->host->close(abort);
   comm->host.reset();
 }

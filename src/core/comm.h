@@ -17,6 +17,9 @@ class HostTransport;  // src/host: shared-memory connections for host-memory col
 class DeviceResources {
  public:
   virtual ~DeviceResources() = default;
+  virtual void signalAbort() = 0;              // kernels see it and return
+  virtual ncclResult_t asyncError() const = 0;  // what the kernels reported
+  virtual void close(bool abort) = 0;
 };
 }
 

@@ -1,0 +1,124 @@
+#include "api/device_resources.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "core/log.h"
+
+namespace braid::api {
+namespace {
+
+transport::P2pPeerInfo toP2pInfo(const PeerInfo& p) {
+  transport::P2pPeerInfo info;
+  info.rank = p.rank;
+  info.cudaDev = p.cudaDev;
+  info.pid = p.pid;
+  info.hostHash = p.hostHash;
+  unsigned domain = 0, bus = 0, dev = 0, fn = 0;
+  if (std::sscanf(p.busId, "%x:%x:%x.%x", &domain, &bus, &dev, &fn) == 4)
+    info.busId = (int64_t(domain) << 20) | (bus << 12) | (dev << 4) | fn;
+  return info;
+}
+
+}  // namespace
+
+ncclResult_t GpuResources::create(ncclComm* comm, GpuResources** out) {
+  std::unique_ptr<GpuResources> res(new GpuResources(comm));
+  cudaError_t e = cudaHostAlloc(reinterpret_cast<void**>(&res->words_), 2 * sizeof(uint32_t),
+                                cudaHostAllocMapped | cudaHostAllocPortable);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return fail(ncclUnhandledCudaError, "rank %d: cudaHostAlloc of the abort flag failed: %s", comm->rank,
+                cudaGetErrorString(e));
+  }
+  res->words_[0] = res->words_[1] = 0;
+  uint32_t* dev = nullptr;
+  e = cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), res->words_, 0);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return fail(ncclUnhandledCudaError, "rank %d: cudaHostGetDevicePointer failed: %s", comm->rank, cudaGetErrorString(e));
+  }
+  res->abortHost_ = res->words_;
+  res->errorHost_ = res->words_ + 1;
+  res->abortDev_ = dev;
+  res->errorDev_ = dev + 1;
+  // Ranks that share a GPU share its SMs: give each a fair part for its channels.
+  int sms = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, comm->cudaDev);
+  int sameGpu = 0;
+  for (const PeerInfo& p : comm->peers)
+    if (p.hostHash == comm->peers[comm->rank].hostHash && std::string(p.busId) == comm->peers[comm->rank].busId)
+      ++sameGpu;
+  res->maxChannels_ = std::clamp(std::min(32, sms / std::max(1, sameGpu)), comm->config.minCTAs, comm->config.maxCTAs);
+  *out = res.release();
+  return ncclSuccess;
+}
+
+GpuResources::~GpuResources() { close(true); }
+
+int GpuResources::channelsFor(size_t bytes) const {
+  // A channel per 512 KiB: small messages stay on one block, large ones use them all.
+  size_t want = (bytes + (512u << 10) - 1) / (512u << 10);
+  return static_cast<int>(std::clamp<size_t>(want, 1, static_cast<size_t>(maxChannels_)));
+}
+
+ncclResult_t GpuResources::ensureLinks(const std::set<std::pair<int, int>>& sends,
+                                       const std::set<std::pair<int, int>>& recvs) {
+  std::vector<transport::P2pLink> newSends, newRecvs;
+  for (auto& l : sends)
+    if (!sends_.count(l)) newSends.push_back({l.first, l.second});
+  for (auto& l : recvs)
+    if (!recvs_.count(l)) newRecvs.push_back({l.first, l.second});
+  if (newSends.empty() && newRecvs.empty()) return ncclSuccess;
+  std::vector<transport::P2pPeerInfo> peers;
+  for (const PeerInfo& p : comm_->peers) peers.push_back(toP2pInfo(p));
+  std::unique_ptr<transport::P2pTransport> t;
+  BRAID_CHECK(transport::P2pTransport::connect(*comm_->bootstrap, peers, {kSlotBytes, kSlots}, newSends, newRecvs, &t));
+  for (auto& l : newSends) sends_.insert({l.channel, l.peer});
+  for (auto& l : newRecvs) recvs_.insert({l.channel, l.peer});
+  transports_.push_back(std::move(t));
+  BRAID_INFO(kInit | kAlloc, "rank %d: GPU connections now use %zu bytes of device memory", comm_->rank,
+             bytesAllocated());
+  return ncclSuccess;
+}
+
+bool GpuResources::sendEnd(int channel, int peer, transport::FifoSendEnd* out) const {
+  for (auto& t : transports_)
+    if (t->sendEnd(channel, peer, out)) return true;
+  return false;
+}
+
+bool GpuResources::recvEnd(int channel, int peer, transport::FifoRecvEnd* out) const {
+  for (auto& t : transports_)
+    if (t->recvEnd(channel, peer, out)) return true;
+  return false;
+}
+
+size_t GpuResources::bytesAllocated() const {
+  size_t total = 0;
+  for (auto& t : transports_) total += t->bytesAllocated();
+  return total;
+}
+
+void GpuResources::close(bool abort) {
+  if (abort && abortHost_) *abortHost_ = 1;
+  if (comm_->cudaDev >= 0) {
+    int prev = -1;
+    cudaGetDevice(&prev);
+    cudaSetDevice(comm_->cudaDev);
+    cudaDeviceSynchronize();  // no kernel may still use the FIFOs (abort makes them return)
+    cudaGetLastError();
+    for (auto& t : transports_)
+      if (!abort) t->close();
+    transports_.clear();
+    if (words_) cudaFreeHost(words_);
+    if (prev >= 0) cudaSetDevice(prev);
+  }
+  words_ = nullptr;
+  abortHost_ = nullptr;
+  errorHost_ = nullptr;
+}
+
+}  // namespace braid::api

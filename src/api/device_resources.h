@@ -1,0 +1,55 @@
+// What a communicator needs for device-memory collectives: GPU FIFO connections (created
+// batch by batch, as collectives first need them), and host-mapped abort and error words
+// that the kernels poll and write.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "core/comm.h"
+#include "transport/p2p.h"
+
+namespace braid::api {
+
+class GpuResources final : public DeviceResources {
+ public:
+  static constexpr uint32_t kSlotBytes = 256 * 1024;
+  static constexpr uint32_t kSlots = 8;
+
+  ~GpuResources() override;
+  static ncclResult_t create(ncclComm* comm, GpuResources** out);
+
+  // Connects the (channel, peer) links that are not connected yet (pairwise with the peers
+  // concerned; the peers ask for the matching links in the same call).
+  ncclResult_t ensureLinks(const std::set<std::pair<int, int>>& sends, const std::set<std::pair<int, int>>& recvs);
+  bool sendEnd(int channel, int peer, transport::FifoSendEnd* out) const;
+  bool recvEnd(int channel, int peer, transport::FifoRecvEnd* out) const;
+
+  volatile uint32_t* abortWord() const { return abortHost_; }
+  const volatile uint32_t* abortWordDevice() const { return abortDev_; }
+  uint32_t* errorWordDevice() const { return errorDev_; }
+  uint32_t errorWord() const { return errorHost_ ? *errorHost_ : 0; }
+  int channelsFor(size_t bytes) const;
+  size_t bytesAllocated() const;
+  void close(bool abort) override;
+  void signalAbort() override {
+    if (abortHost_) *abortHost_ = 1;
+  }
+  ncclResult_t asyncError() const override { return errorWord() ? ncclRemoteError : ncclSuccess; }
+
+ private:
+  explicit GpuResources(ncclComm* comm) : comm_(comm) {}
+  ncclComm* comm_;
+  std::vector<std::unique_ptr<transport::P2pTransport>> transports_;
+  std::set<std::pair<int, int>> sends_, recvs_;
+  uint32_t* words_ = nullptr;  // pinned, mapped: [0] abort, [1] error
+  volatile uint32_t* abortHost_ = nullptr;
+  const volatile uint32_t* abortDev_ = nullptr;
+  volatile uint32_t* errorHost_ = nullptr;
+  uint32_t* errorDev_ = nullptr;
+  int maxChannels_ = 1;
+};
+
+}  // namespace braid::api
