@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -119,13 +120,19 @@ class Detector {
 
   XmlElement run() {
     readNuma();
+    auto t0 = std::chrono::steady_clock::now();
+    auto since = [](std::chrono::steady_clock::time_point t) {
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+    };
     std::vector<DetectedGpu> gpus = opt_.injectedGpus;
     if (opt_.useCuda) {
+      auto tc = std::chrono::steady_clock::now();
       bool ok = false;
       std::string why;
       gpus = cudaGpus(&ok, &why);
       r_->cudaGpus = ok ? static_cast<int>(gpus.size()) : -1;
       if (!ok) note(r_, Diagnostic::Info, "no GPUs from the CUDA runtime (" + why + ")");
+      r_->cudaMs = since(tc);
     } else {
       r_->cudaGpus = static_cast<int>(gpus.size());
     }
@@ -141,6 +148,7 @@ class Detector {
       known.insert(*b);
     }
     std::unique_ptr<Nvml> nvml;
+    auto tn = std::chrono::steady_clock::now();
     if (opt_.useNvml && !gpus.empty()) {
       nvml = std::make_unique<Nvml>();
       r_->nvmlLoaded = nvml->loaded();
@@ -154,8 +162,12 @@ class Detector {
       e.gpu = g;
       if (nvml && nvml->loaded()) e.nvlinks = nvml->nvlinks(g.busId, &Detector::classOfThunk, this);
     }
+    nvml.reset();
+    r_->nvmlMs = since(tn);
     detectNics();
-    return assemble();
+    XmlElement xml = assemble();
+    r_->totalMs = since(t0);
+    return xml;
   }
 
  private:

@@ -31,6 +31,7 @@ struct DetectReport {
   bool nvmlLoaded = false;
   bool sysfsNuma = false;   // NUMA nodes came from sysfs
   int pciPathsResolved = 0;
+  double cudaMs = 0, nvmlMs = 0, totalMs = 0;  // where the time went
   std::vector<Diagnostic> notes;
 };
 

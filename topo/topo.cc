@@ -375,8 +375,12 @@ System buildCached(const std::string& file) {
   sys.diagnostics.insert(sys.diagnostics.begin(), report.notes.begin(), report.notes.end());
   logDiagnostics(sys);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  BRAID_INFO(kGraph | kInit, "topology from %s: %zu GPUs, %zu NICs, %zu NUMA nodes, NVML %s, %.1f ms", sys.source.c_str(),
-             sys.gpus.size(), sys.nics.size(), sys.cpus.size(), report.nvmlLoaded ? "yes" : "no", ms);
+  size_t nics = 0;
+  for (int n : sys.nics) nics += sys.node(n).alias < 0;
+  BRAID_INFO(kGraph | kInit,
+             "topology from %s: %zu GPUs, %zu NICs, %zu NUMA nodes, NVML %s; %.1f ms (detection %.1f: CUDA %.1f, NVML %.1f)",
+             sys.source.c_str(), sys.gpus.size(), nics, sys.cpus.size(), report.nvmlLoaded ? "yes" : "no", ms,
+             report.totalMs, report.cudaMs, report.nvmlMs);
   return sys;
 }
 
