@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <map>
 
 namespace braid::topo {
 
@@ -34,6 +35,8 @@ const double kSpeeds[] = {90, 80, 70, 60, 50, 45, 40, 36, 30, 24, 22, 20, 18, 15
                           9,  7,  6,  5,  4,  3,  2.4, 1.2, 0.6, 0.24, 0.12};
 constexpr double kEps = 1e-6;
 constexpr double kSlowerMustGain = 1.1;
+// Steps spent improving a channel's order once one is found (an 8-GPU search finishes well within).
+constexpr long kRefineSteps = 4096;
 
 class Packer {
  public:
@@ -52,6 +55,19 @@ class Packer {
     if (minCost_ == std::numeric_limits<int>::max()) minCost_ = 0;
     cap_.resize(2 * sys.links.size());
     for (size_t l = 0; l < sys.links.size(); ++l) cap_[2 * l] = cap_[2 * l + 1] = sys.links[l].bw;
+    // Cuts: the GPUs below each switch or CPU. A channel through all GPUs must cross every cut
+    // that splits them, which rejects a hopeless speed before the depth-first search.
+    std::map<int, std::vector<bool>> below;
+    for (size_t i = 0; i < n_; ++i)
+      for (int x = sys.node(gpus[i]).parent; x >= 0; x = sys.node(x).parent) {
+        auto& members = below[x];
+        members.resize(n_, false);
+        members[i] = true;
+      }
+    for (auto& [node, members] : below) {
+      size_t count = static_cast<size_t>(std::count(members.begin(), members.end(), true));
+      if (count > 0 && count < n_) cuts_.push_back(std::move(members));
+    }
   }
 
   // As many channels as fit at `speed` (at most maxChannels). ends empty: rings.
@@ -101,12 +117,33 @@ class Packer {
     if (ring && order.size() > 1) use(order.back(), order.front(), s);
   }
 
+  // Whether some hop leaves (or enters) the set at speed s with the links' unused bandwidth.
+  bool anyCrossing(const std::vector<bool>& inside, bool leaving, double s) const {
+    for (size_t a = 0; a < n_; ++a)
+      for (size_t b = 0; b < n_; ++b)
+        if (inside[a] != inside[b] && inside[a] == leaving && feasible(a, b, s)) return true;
+    return false;
+  }
+  bool cutsAllow(double s, size_t start, long end) const {
+    for (const auto& inside : cuts_) {
+      bool needOut = true, needIn = true;
+      if (end >= 0) {  // a chain crosses out of the set holding its start, into the one holding its end
+        bool startIn = inside[start], endIn = inside[static_cast<size_t>(end)];
+        needOut = startIn || !endIn;
+        needIn = endIn || !startIn;
+      }
+      if ((needOut && !anyCrossing(inside, true, s)) || (needIn && !anyCrossing(inside, false, s))) return false;
+    }
+    return true;
+  }
+
   // Depth-first search with branch and bound on the summed hop cost.
   bool findChannel(double s, size_t start, long end, std::vector<size_t>* out) {
     if (n_ == 1) {
       out->assign(1, 0);
       return true;
     }
+    if (!cutsAllow(s, start, end)) return false;
     // Candidate order per GPU: closest first, then most unused bandwidth, then lowest index.
     order_.assign(n_, {});
     for (size_t i = 0; i < n_; ++i) {
@@ -140,6 +177,7 @@ class Packer {
   void dfs(size_t cur, int cost) {
     ++totalSteps_;
     if (++steps_ > opt_.stepBudget) return;  // with no order found yet, this speed is given up
+    if (!best_.empty() && steps_ > foundAt_ + kRefineSteps) return;  // improving costs bounded time
     if (bestCost_ <= floor_) return;  // cannot do better than the cheapest possible channel
     size_t remaining = n_ - path_.size();
     if (remaining == 0) {
@@ -152,6 +190,7 @@ class Packer {
         return;
       }
       if (total < bestCost_) {
+        if (best_.empty()) foundAt_ = steps_;
         bestCost_ = total;
         best_ = path_;
       }
@@ -170,7 +209,7 @@ class Packer {
       path_.pop_back();
       visited_[j] = false;
       use(cur, j, -s_);
-      if (steps_ > opt_.stepBudget) return;
+      if (steps_ > opt_.stepBudget || (!best_.empty() && steps_ > foundAt_ + kRefineSteps)) return;
       if (bestCost_ <= floor_) return;
     }
   }
@@ -182,11 +221,13 @@ class Packer {
   int minCost_;
   std::vector<double> cap_, used_;
   std::vector<std::vector<size_t>> order_;
+  std::vector<std::vector<bool>> cuts_;
   // DFS state
   double s_ = 0;
   long end_ = -1;
   long steps_ = 0;
   long totalSteps_ = 0;
+  long foundAt_ = 0;
   int bestCost_ = 0, floor_ = 0;
   std::vector<size_t> best_, path_;
   std::vector<bool> visited_;
