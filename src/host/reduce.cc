@@ -6,9 +6,18 @@
 #include <cstring>
 
 #include "core/numeric.h"
-#include "host/reduce_kernels.h"
+#include "host/reduce_isa.h"
 
 namespace braid::host {
+
+namespace kernels {
+namespace base {
+ElemwiseFn selectKernel(ncclDataType_t type, HostOpKind kind, bool hasRecv, bool hasSrc, bool pre, bool post);
+}
+namespace avx2 {
+ElemwiseFn selectKernel(ncclDataType_t type, HostOpKind kind, bool hasRecv, bool hasSrc, bool pre, bool post);
+}
+}  // namespace kernels
 
 namespace {
 
@@ -66,21 +75,30 @@ std::optional<HostOp> makePreMulSumOp(ncclDataType_t type, const void* scalar, i
   return h;
 }
 
-ElemwiseFn selectElemwise(const HostOp& op, bool hasRecv, bool hasSrc, bool premulSrc, bool final) {
+bool kernelIsaSupported(KernelIsa isa) {
+  if (isa == KernelIsa::Base) return true;
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                           __builtin_cpu_supports("f16c");
+  return avx2;
+}
+
+KernelIsa bestKernelIsa() { return kernelIsaSupported(KernelIsa::Avx2) ? KernelIsa::Avx2 : KernelIsa::Base; }
+
+const char* kernelIsaName(KernelIsa isa) { return isa == KernelIsa::Avx2 ? "avx2" : "base"; }
+
+ElemwiseFn selectElemwiseFor(KernelIsa isa, const HostOp& op, bool hasRecv, bool hasSrc, bool premulSrc, bool final) {
   if (!hasRecv && !hasSrc) return nullptr;
-  if (op.nRanks < 1) return nullptr;
+  if (op.nRanks < 1 || !validDataType(op.type) || !kernelIsaSupported(isa)) return nullptr;
   if (op.kind == HostOpKind::SumPostDiv && isFloatType(op.type)) return nullptr;  // integers only
   const bool pre = op.kind == HostOpKind::PreMulSum && hasSrc && premulSrc;
   const bool post = op.kind == HostOpKind::SumPostDiv && final;
-  switch (op.type) {
-    case ncclInt8: case ncclUint8: case ncclInt32: case ncclUint32: case ncclInt64: case ncclUint64:
-      return kernels::selectIntElemwise(op.type, op.kind, hasRecv, hasSrc, pre, post);
-    case ncclFloat32: case ncclFloat64:
-      return kernels::selectFloatElemwise(op.type, op.kind, hasRecv, hasSrc, pre, post);
-    case ncclFloat16: case ncclBfloat16: case ncclFloat8e4m3: case ncclFloat8e5m2:
-      return kernels::selectNarrowElemwise(op.type, op.kind, hasRecv, hasSrc, pre, post);
-    default: return nullptr;
-  }
+  return isa == KernelIsa::Avx2 ? kernels::avx2::selectKernel(op.type, op.kind, hasRecv, hasSrc, pre, post)
+                                : kernels::base::selectKernel(op.type, op.kind, hasRecv, hasSrc, pre, post);
+}
+
+ElemwiseFn selectElemwise(const HostOp& op, bool hasRecv, bool hasSrc, bool premulSrc, bool final) {
+  static const KernelIsa best = bestKernelIsa();
+  return selectElemwiseFor(best, op, hasRecv, hasSrc, premulSrc, final);
 }
 
 const char* redOpName(ncclRedOp_t op) {

@@ -1,23 +1,32 @@
 // Templates behind selectElemwise (reduce.h): one loop per (type, op, step shape), written
-// so that g++ -O3 vectorises it. Included only by reduce_*.cc, each of which instantiates a
-// group of types.
+// so that g++ -O3 vectorises it. Compiled twice, by reduce_kernels_base.cc (x86-64 baseline)
+// and reduce_kernels_avx2.cc (AVX2, FMA, F16C), each in its own namespace (BRAID_KERNEL_ISA)
+// so that the two builds of every template and inline function never mix at link time.
 //
 // Each element is loaded into its compute type (float for fp16/bf16/fp8), combined, and
-// stored back, which rounds (narrow types) or canonicalises NaN (float, double). There is
-// no per-element switch: the op, the pre-multiply and the post-divide are template
-// parameters, and the loops take restrict pointers (with separate loops for dst == recv and
-// dst == src, so that in-place steps vectorise too).
+// stored back, which rounds (narrow types) or canonicalises NaN (float). There is no
+// per-element switch: the op, the pre-multiply and the post-divide are template parameters,
+// and the loops take restrict pointers (with separate loops for dst == recv and dst == src,
+// so that in-place steps vectorise too).
 #pragma once
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#if BRAID_KERNEL_FMA_F16C  // set by reduce_kernels_avx2.cc (a target pragma defines no __FMA__)
+#include <immintrin.h>
+#endif
 
 #include "core/numeric.h"
 #include "host/reduce.h"
 
-namespace braid::host::kernels {
+#ifndef BRAID_KERNEL_ISA
+#define BRAID_KERNEL_ISA base
+#define BRAID_KERNEL_FMA_F16C 0
+#endif
+
+namespace braid::host::kernels::BRAID_KERNEL_ISA {
 
 // ---- Storage type <-> compute type --------------------------------------------------------
 
@@ -182,35 +191,41 @@ struct PreMul {
 // NCCL's kernels (as NVIDIA builds them) fuse the PreMulSum product of a rank's own input
 // into the sum with what it received: FFMA, DFMA, HFMA2 for fp32, fp64, fp16 and bf16, one
 // rounding for x*s + r. (fp8 rounds the product to fp8 first, so nothing fuses there.)
-// Without relying on an FMA unit, x*s + r is formed exactly or rounded to odd in double,
-// then rounded once more: rounding to odd first and to nearest after, at a precision at least
-// two bits narrower, gives the correctly rounded result.
+// Where there is no FMA unit to do it, x*s + r is formed exactly and rounded to odd at a
+// precision at least two bits wider than the type's, then to nearest even by the store:
+// that gives the correctly rounded result (no double-rounding error).
 template <class S>
 constexpr bool kFusedPreMul = std::is_same_v<S, Half> || std::is_same_v<S, Bf16> ||
                               std::is_same_v<S, float> || std::is_same_v<S, double>;
 
-inline uint64_t doubleToBits(double d) {
-  uint64_t u;
-  std::memcpy(&u, &d, sizeof u);
+template <class F, class U>
+F fromBits(U u) {
+  F f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+template <class U, class F>
+U toBits(F f) {
+  U u;
+  std::memcpy(&u, &f, sizeof u);
   return u;
 }
-inline double bitsToDouble(uint64_t u) {
-  double d;
-  std::memcpy(&d, &u, sizeof d);
-  return d;
-}
 
-// p + r rounded to odd in double: the sum rounded to nearest, moved one ulp toward the exact
-// value when it was inexact and came out even. Finite operands that cannot overflow.
-inline double sumRoundedToOdd(double p, double r) {
-  const double sum = p + r;
-  const double v = sum - p;  // TwoSum: err is exactly (p + r) - sum
-  const double err = (p - (sum - v)) + (r - v);
-  const uint64_t bits = doubleToBits(sum);
-  const bool inexact = err < 0.0 || err > 0.0;  // false for NaN (inf or NaN operands)
-  const bool away = (err > 0.0) == (sum > 0.0);  // the exact value is farther from zero
-  const uint64_t nudge = (inexact && (bits & 1) == 0) ? (away ? 1ull : ~0ull) : 0ull;
-  return bitsToDouble(bits + nudge);
+// p + r rounded to odd (F = float or double; p, r finite and exact): the sum rounded to
+// nearest, moved one ulp toward the exact value when it was inexact and came out even.
+template <class F>
+F sumRoundedToOdd(F p, F r) {
+  using U = std::conditional_t<sizeof(F) == 4, uint32_t, uint64_t>;
+  const F sum = p + r;
+  const F v = sum - p;  // TwoSum: err is exactly (p + r) - sum
+  const F err = (p - (sum - v)) + (r - v);
+  const U bits = toBits<U>(sum);
+  // Masks and '&', not '?:' and '&&', so that the compiler keeps it branch-free (vectorised).
+  const U inexact = U(err < F(0)) | U(err > F(0));  // 0 for NaN (inf or NaN operands)
+  const U away = U((err > F(0)) == (sum > F(0)));   // the exact value is farther from zero
+  const U apply = U(0) - (inexact & ~bits & U(1));  // all ones when inexact and even
+  const U step = away + away - U(1);                // +1 or -1
+  return fromBits<F>(U(bits + (step & apply)));
 }
 
 // d rounded to odd in float.
@@ -218,22 +233,29 @@ inline float roundToOddFloat(double d) {
   const float f = float(d);
   const double back = double(f);
   const uint32_t bits = floatToBits(f);
-  const bool inexact = back < d || back > d;
-  const bool away = d > 0.0 ? d > back : d < back;
-  const uint32_t nudge = (inexact && (bits & 1) == 0) ? (away ? 1u : ~0u) : 0u;
-  return bitsToFloat(bits + nudge);
+  const uint32_t inexact = uint32_t(back < d) | uint32_t(back > d);
+  const uint32_t away = uint32_t((d > back) == (d > 0.0));
+  const uint32_t apply = 0u - (inexact & ~bits & 1u);
+  const uint32_t step = away + away - 1u;
+  return bitsToFloat(bits + (step & apply));
 }
 
-// x*s + r with one rounding to S; x, s, r are values of S in the compute type.
-template <class S>
-S fusedMulAdd(typename Domain<S>::C x, typename Domain<S>::C s, typename Domain<S>::C r) {
+// x*s + r, where x, s, r are values of S in its compute type, as a compute-type value that
+// S's store rounds correctly.
+template <class S, class C>
+C fusedMulAdd(C x, C s, C r) {
   if constexpr (std::is_same_v<S, double>) {
     return r != r ? r : std::fma(x, s, r);  // a NaN addend wins, as in the GPU's DFMA
-  } else {
-    // x*s is exact in double (at most 48 significant bits).
-    const double sum = sumRoundedToOdd(double(x) * double(s), double(r));
-    if constexpr (std::is_same_v<S, float>) return Domain<float>::store(float(sum));
-    else return Domain<S>::store(roundToOddFloat(sum));
+  } else if constexpr (std::is_same_v<S, Half>) {
+    return sumRoundedToOdd(x * s, r);  // fp16 products are exact in float
+  } else if constexpr (std::is_same_v<S, float>) {
+#if BRAID_KERNEL_FMA_F16C
+    return std::fma(x, s, r);
+#else
+    return float(sumRoundedToOdd(double(x) * double(s), double(r)));  // exact product in double
+#endif
+  } else {  // bf16: the product may leave float's range, not double's
+    return roundToOddFloat(sumRoundedToOdd(double(x) * double(s), double(r)));
   }
 }
 
@@ -288,27 +310,96 @@ inline void loopUnarySelf(S* __restrict d, size_t n, F f) {
 
 // ---- The kernels (ElemwiseFn) -------------------------------------------------------------
 
+// The value of one element in the compute type, before the store rounds it.
+template <class S, class Op, bool kPre, bool kPost>
+struct BinaryValue {
+  PreMul<S> pre;
+  PostDiv<S> post;
+  explicit BinaryValue(const HostOp& op) : pre(op), post(op) {}
+  auto operator()(typename Domain<S>::C a, typename Domain<S>::C b) const {
+    if constexpr (kPre && kFusedPreMul<S>) {
+      static_assert(std::is_same_v<Op, SumOp> && !kPost);
+      return fusedMulAdd<S>(b, pre.scalar, a);
+    } else {
+      if constexpr (kPre) b = pre.apply(b);
+      auto v = Op::apply(a, b);
+      if constexpr (kPost) v = post.apply(v);
+      return v;
+    }
+  }
+};
+
+template <class S, bool kPre, bool kPost>
+struct UnaryValue {
+  PreMul<S> pre;
+  PostDiv<S> post;
+  explicit UnaryValue(const HostOp& op) : pre(op), post(op) {}
+  auto operator()(typename Domain<S>::C v) const {
+    if constexpr (kPre) v = pre.apply(v);
+    if constexpr (kPost) v = post.apply(v);
+    return v;
+  }
+};
+
+#if BRAID_KERNEL_FMA_F16C
+// fp16 through F16C: 8 conversions per instruction, rounding exactly as numeric.h does, except
+// that a NaN keeps payload bits (loads: harmless, the result's store makes NaN canonical).
+inline void halfToFloats(const Half* src, float* dst, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  for (; i < n; i++) dst[i] = halfBitsToFloat(src[i].bits);
+}
+inline void floatsToHalf(const float* src, Half* dst, size_t n) {
+  const __m128i magMask = _mm_set1_epi16(0x7fff), inf = _mm_set1_epi16(0x7c00);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m128i nan = _mm_cmpgt_epi16(_mm_and_si128(h, magMask), inf);
+    h = _mm_or_si128(_mm_andnot_si128(nan, h), _mm_and_si128(nan, magMask));  // canonical NaN 0x7fff
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+  }
+  for (; i < n; i++) dst[i] = Half{floatToHalfBits(src[i])};
+}
+
+// fp16 in blocks: convert, compute in float, convert back. Blocks are read whole before the
+// result is written, so dst may be recv or src.
+constexpr size_t kHalfBlock = 512;
+template <class F>
+void halfBinaryBlocks(Half* dst, const Half* recv, const Half* src, size_t n, F value) {
+  float a[kHalfBlock], b[kHalfBlock];
+  for (size_t base = 0; base < n; base += kHalfBlock) {
+    const size_t m = n - base < kHalfBlock ? n - base : kHalfBlock;
+    halfToFloats(recv + base, a, m);
+    halfToFloats(src + base, b, m);
+    for (size_t j = 0; j < m; j++) a[j] = value(a[j], b[j]);
+    floatsToHalf(a, dst + base, m);
+  }
+}
+template <class F>
+void halfUnaryBlocks(Half* dst, const Half* x, size_t n, F value) {
+  float a[kHalfBlock];
+  for (size_t base = 0; base < n; base += kHalfBlock) {
+    const size_t m = n - base < kHalfBlock ? n - base : kHalfBlock;
+    halfToFloats(x + base, a, m);
+    for (size_t j = 0; j < m; j++) a[j] = value(a[j]);
+    floatsToHalf(a, dst + base, m);
+  }
+}
+#endif
+
 // dst = post(recv (Op) pre(src))
 template <class S, class Op, bool kPre, bool kPost>
 void binaryKernel(void* dstv, const void* recvv, const void* srcv, size_t n, const HostOp& op) {
   using D = Domain<S>;
-  const PreMul<S> pre(op);
-  const PostDiv<S> post(op);
-  auto f = [pre, post](S a, S b) {
-    if constexpr (kPre && kFusedPreMul<S>) {
-      static_assert(std::is_same_v<Op, SumOp> && !kPost);
-      return fusedMulAdd<S>(D::load(b), pre.scalar, D::load(a));
-    } else {
-      auto y = D::load(b);
-      if constexpr (kPre) y = pre.apply(y);
-      auto v = Op::apply(D::load(a), y);
-      if constexpr (kPost) v = post.apply(v);
-      return D::store(v);
-    }
-  };
+  const BinaryValue<S, Op, kPre, kPost> value(op);
   S* dst = static_cast<S*>(dstv);
   const S* recv = static_cast<const S*>(recvv);
   const S* src = static_cast<const S*>(srcv);
+#if BRAID_KERNEL_FMA_F16C
+  if constexpr (std::is_same_v<S, Half>) return halfBinaryBlocks(dst, recv, src, n, value);
+#endif
+  auto f = [value](S a, S b) { return D::store(value(D::load(a), D::load(b))); };
   if (dst == recv && dst == src) loopBinarySelf(dst, n, f);
   else if (dst == recv) loopBinaryIntoX(dst, src, n, f);
   else if (dst == src) loopBinaryIntoY(dst, recv, n, f);
@@ -319,16 +410,13 @@ void binaryKernel(void* dstv, const void* recvv, const void* srcv, size_t n, con
 template <class S, bool kPre, bool kPost, bool kFromSrc>
 void unaryKernel(void* dstv, const void* recvv, const void* srcv, size_t n, const HostOp& op) {
   using D = Domain<S>;
-  const PreMul<S> pre(op);
-  const PostDiv<S> post(op);
-  auto f = [pre, post](S a) {
-    auto v = D::load(a);
-    if constexpr (kPre) v = pre.apply(v);
-    if constexpr (kPost) v = post.apply(v);
-    return D::store(v);
-  };
+  const UnaryValue<S, kPre, kPost> value(op);
   S* dst = static_cast<S*>(dstv);
   const S* x = static_cast<const S*>(kFromSrc ? srcv : recvv);
+#if BRAID_KERNEL_FMA_F16C
+  if constexpr (std::is_same_v<S, Half>) return halfUnaryBlocks(dst, x, n, value);
+#endif
+  auto f = [value](S a) { return D::store(value(D::load(a))); };
   if (dst == x) loopUnarySelf(dst, n, f);
   else loopUnary(dst, x, n, f);
 }
@@ -369,9 +457,26 @@ ElemwiseFn selectTyped(HostOpKind kind, bool hasRecv, bool hasSrc, bool pre, boo
   return hasSrc ? copyKernel<sizeof(S), true> : copyKernel<sizeof(S), false>;
 }
 
-// Per type group (reduce_int.cc, reduce_float.cc, reduce_narrow.cc).
-ElemwiseFn selectIntElemwise(ncclDataType_t type, HostOpKind kind, bool hasRecv, bool hasSrc, bool pre, bool post);
-ElemwiseFn selectFloatElemwise(ncclDataType_t type, HostOpKind kind, bool hasRecv, bool hasSrc, bool pre, bool post);
-ElemwiseFn selectNarrowElemwise(ncclDataType_t type, HostOpKind kind, bool hasRecv, bool hasSrc, bool pre, bool post);
+// The kernel for any type (defined by each ISA's translation unit).
+ElemwiseFn selectKernel(ncclDataType_t type, HostOpKind kind, bool hasRecv, bool hasSrc, bool pre, bool post);
 
-}  // namespace braid::host::kernels
+// The switch over types, for that definition.
+inline ElemwiseFn selectAnyType(ncclDataType_t type, HostOpKind kind, bool hasRecv, bool hasSrc, bool pre, bool post) {
+  switch (type) {
+    case ncclInt8: return selectTyped<int8_t>(kind, hasRecv, hasSrc, pre, post);
+    case ncclUint8: return selectTyped<uint8_t>(kind, hasRecv, hasSrc, pre, post);
+    case ncclInt32: return selectTyped<int32_t>(kind, hasRecv, hasSrc, pre, post);
+    case ncclUint32: return selectTyped<uint32_t>(kind, hasRecv, hasSrc, pre, post);
+    case ncclInt64: return selectTyped<int64_t>(kind, hasRecv, hasSrc, pre, post);
+    case ncclUint64: return selectTyped<uint64_t>(kind, hasRecv, hasSrc, pre, post);
+    case ncclFloat16: return selectTyped<Half>(kind, hasRecv, hasSrc, pre, post);
+    case ncclFloat32: return selectTyped<float>(kind, hasRecv, hasSrc, pre, post);
+    case ncclFloat64: return selectTyped<double>(kind, hasRecv, hasSrc, pre, post);
+    case ncclBfloat16: return selectTyped<Bf16>(kind, hasRecv, hasSrc, pre, post);
+    case ncclFloat8e4m3: return selectTyped<Fp8E4M3>(kind, hasRecv, hasSrc, pre, post);
+    case ncclFloat8e5m2: return selectTyped<Fp8E5M2>(kind, hasRecv, hasSrc, pre, post);
+    default: return nullptr;
+  }
+}
+
+}  // namespace braid::host::kernels::BRAID_KERNEL_ISA

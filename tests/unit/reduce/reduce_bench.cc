@@ -1,5 +1,5 @@
 // Speed of the host element-wise kernels (not a test; not run by ctest).
-//   reduce_bench [MiB per array, default 8] [repetitions, default 20]
+//   reduce_bench [MiB per array, default 8] [repetitions, default 20] [base: baseline kernels]
 // For each type and op: dst = recv (op) src over arrays of the given size, out of place and
 // in place (dst == recv). Prints the best time and the memory traffic rate (2 arrays read,
 // 1 written), next to memcpy's rate (1 read, 1 written) for the same array size.
@@ -11,6 +11,7 @@
 
 #include "core/numeric.h"
 #include "host/reduce.h"
+#include "host/reduce_isa.h"
 
 using namespace braid;
 using namespace braid::host;
@@ -48,12 +49,14 @@ int main(int argc, char** argv) {
   std::printf("%-9s %-10s %10.3f %10.1f\n", "-", "memcpy", copy * 1e3, 2.0 * bytes / copy / 1e9);
 
   const ncclRedOp_t ops[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
+  const KernelIsa isa = argc > 3 && std::strcmp(argv[3], "base") == 0 ? KernelIsa::Base : bestKernelIsa();
+  std::printf("kernels: %s\n", kernelIsaName(isa));
   for (int t = 0; t < 12; t++) {
     const auto type = ncclDataType_t(t);
     const size_t n = bytes / sizeOfType(type);
     for (ncclRedOp_t op : ops) {
       HostOp h = *makeHostOp(op, type, 4);
-      ElemwiseFn fn = selectElemwise(h, true, true, true, op == ncclAvg);
+      ElemwiseFn fn = selectElemwiseFor(isa, h, true, true, true, op == ncclAvg);
       double s = bestSeconds(reps, [&] { fn(d.data(), a.data(), b.data(), n, h); });
       std::memcpy(d.data(), a.data(), bytes);
       double si = bestSeconds(reps, [&] { fn(d.data(), d.data(), b.data(), n, h); });

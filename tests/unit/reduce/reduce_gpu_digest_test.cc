@@ -10,6 +10,7 @@
 
 #include "core/numeric.h"
 #include "host/reduce.h"
+#include "host/reduce_isa.h"
 #include "nccl_vectors.h"
 
 namespace braid::host {
@@ -30,15 +31,15 @@ constexpr GpuDigest kGpuDigests[] = {
 
 // rank 1's input pre-multiplied (as its sender does), then reduced with rank 0's by the
 // final step: what the 2-rank ring computes for every element.
-uint64_t braidDigest(int type, int opIndex) {
+uint64_t braidDigest(KernelIsa isa, int type, int opIndex) {
   const auto t = ncclDataType_t(type);
   const size_t n = bv::vectorCount(type), bytes = n * bv::kTypeSize[type];
   std::vector<char> in0(bytes), in1(bytes), pre1(bytes), out(bytes);
   bv::fillInputs(type, in0.data(), in1.data());
   const uint64_t scalar = bv::premulScalarBits(type);
   auto op = opIndex < 5 ? makeHostOp(ncclRedOp_t(opIndex), t, 2) : makePreMulSumOp(t, &scalar, 2);
-  selectElemwise(*op, false, true, true, false)(pre1.data(), nullptr, in1.data(), n, *op);
-  selectElemwise(*op, true, true, true, true)(out.data(), pre1.data(), in0.data(), n, *op);
+  selectElemwiseFor(isa, *op, false, true, true, false)(pre1.data(), nullptr, in1.data(), n, *op);
+  selectElemwiseFor(isa, *op, true, true, true, true)(out.data(), pre1.data(), in0.data(), n, *op);
   return bv::fnv1a64(out.data(), bytes);
 }
 
@@ -48,7 +49,10 @@ TEST(GpuDigest, HostKernelsReproduceTheGpu) {
     int type = 0, op = 0;
     while (std::string(typeName(ncclDataType_t(type))) != d.type) type++;
     while (std::string(bv::kOpNames[op]) != d.op) op++;
-    EXPECT_EQ(braidDigest(type, op), d.hash) << d.type << " " << d.op;
+    for (KernelIsa isa : {KernelIsa::Base, KernelIsa::Avx2}) {
+      if (!kernelIsaSupported(isa)) continue;
+      EXPECT_EQ(braidDigest(isa, type, op), d.hash) << d.type << " " << d.op << " " << kernelIsaName(isa);
+    }
   }
 }
 

@@ -12,9 +12,11 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/numeric.h"
+#include "host/reduce_isa.h"
 #include "nccl_vectors.h"
 
 namespace braid::host {
@@ -241,11 +243,11 @@ enum class Alias { None, DstIsRecv, DstIsSrc };
 
 // Runs one case over recv/src vectors (element offset `offset`, to test unaligned starts)
 // and compares every element. Returns the number of mismatches.
-int runCase(const Case& c, int nRanks, const std::vector<char>& recvIn, const std::vector<char>& srcIn, size_t n,
-            size_t offset, Alias alias) {
+int runCase(KernelIsa isa, const Case& c, int nRanks, const std::vector<char>& recvIn, const std::vector<char>& srcIn,
+            size_t n, size_t offset, Alias alias) {
   const size_t size = sizeOf(c.type);
   const HostOp op = hostOpFor(c, nRanks);
-  ElemwiseFn fn = selectElemwise(op, c.hasRecv, c.hasSrc, c.premulSrc, c.final);
+  ElemwiseFn fn = selectElemwiseFor(isa, op, c.hasRecv, c.hasSrc, c.premulSrc, c.final);
   EXPECT_NE(fn, nullptr) << describe(c);
   if (fn == nullptr) return 1;
   std::vector<char> recv(recvIn), src(srcIn), dst((n + offset + 1) * size, 0x5a);
@@ -260,7 +262,7 @@ int runCase(const Case& c, int nRanks, const std::vector<char>& recvIn, const st
     const uint64_t r = loadBits(recvIn, offset + i, size), s = loadBits(srcIn, offset + i, size);
     const uint64_t want = expected(c, nRanks, r, s);
     if (!sameResult(c.type, got, want) && bad++ < 5) {
-      ADD_FAILURE() << describe(c) << " n=" << n << " offset=" << offset << " alias=" << int(alias) << " [" << i
+      ADD_FAILURE() << kernelIsaName(isa) << " " << describe(c) << " n=" << n << " offset=" << offset << " alias=" << int(alias) << " [" << i
                     << "] recv=" << formatValue(c.type, &r) << " src=" << formatValue(c.type, &s)
                     << " got=" << formatValue(c.type, &got) << " want=" << formatValue(c.type, &want);
     }
@@ -300,17 +302,24 @@ struct Vectors {
   }
 };
 
-class ReduceTypes : public ::testing::TestWithParam<int> {};
+class ReduceTypes : public ::testing::TestWithParam<std::tuple<int, KernelIsa>> {
+ protected:
+  void SetUp() override {
+    if (!kernelIsaSupported(isa())) GTEST_SKIP() << "this CPU cannot run the " << kernelIsaName(isa()) << " kernels";
+  }
+  ncclDataType_t type() const { return ncclDataType_t(std::get<0>(GetParam())); }
+  KernelIsa isa() const { return std::get<1>(GetParam()); }
+};
 
 // The full reduction of two ranks' vectors (recv pre-multiplied by its sender, src by us),
 // over every element, for every op.
 TEST_P(ReduceTypes, EveryOpOverAllVectors) {
-  const auto t = ncclDataType_t(GetParam());
+  const auto t = type();
   const Vectors v(t);
   for (int op = 0; op < bv::kOps; op++) {
     for (int nRanks : {2, 3}) {
       const Case c{t, op, true, true, true, true};
-      EXPECT_EQ(runCase(c, nRanks, v.a, v.b, v.n, 0, Alias::None), 0) << describe(c) << " nRanks " << nRanks;
+      EXPECT_EQ(runCase(isa(), c, nRanks, v.a, v.b, v.n, 0, Alias::None), 0) << describe(c) << " nRanks " << nRanks;
     }
   }
 }
@@ -318,7 +327,7 @@ TEST_P(ReduceTypes, EveryOpOverAllVectors) {
 // Every step shape (recv and/or src, pre-multiplied or not, final or not) and aliasing, on a
 // subset of the vectors, with unaligned starts and odd lengths.
 TEST_P(ReduceTypes, EveryStepShapeAndAliasing) {
-  const auto t = ncclDataType_t(GetParam());
+  const auto t = type();
   const Vectors v = Vectors(t).subset(t, 37);
   for (int op = 0; op < bv::kOps; op++) {
     for (int shape = 0; shape < 3; shape++) {
@@ -326,12 +335,12 @@ TEST_P(ReduceTypes, EveryStepShapeAndAliasing) {
         const Case c{t, op, shape != 1, shape != 2, bool(flags & 1), bool(flags & 2)};
         for (size_t offset : {size_t(0), size_t(1)}) {
           const size_t n = v.n - 1 - offset;
-          EXPECT_EQ(runCase(c, 5, v.a, v.b, n, offset, Alias::None), 0);
+          EXPECT_EQ(runCase(isa(), c, 5, v.a, v.b, n, offset, Alias::None), 0);
           if (c.hasRecv) {
-            EXPECT_EQ(runCase(c, 5, v.a, v.b, n, offset, Alias::DstIsRecv), 0);
+            EXPECT_EQ(runCase(isa(), c, 5, v.a, v.b, n, offset, Alias::DstIsRecv), 0);
           }
           if (c.hasSrc) {
-            EXPECT_EQ(runCase(c, 5, v.a, v.b, n, offset, Alias::DstIsSrc), 0);
+            EXPECT_EQ(runCase(isa(), c, 5, v.a, v.b, n, offset, Alias::DstIsSrc), 0);
           }
         }
       }
@@ -339,8 +348,12 @@ TEST_P(ReduceTypes, EveryStepShapeAndAliasing) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTypes, ReduceTypes, ::testing::Range(0, 12),
-                         [](const ::testing::TestParamInfo<int>& info) { return std::string(typeName(ncclDataType_t(info.param))); });
+INSTANTIATE_TEST_SUITE_P(AllTypes, ReduceTypes,
+                         ::testing::Combine(::testing::Range(0, 12), ::testing::Values(KernelIsa::Base, KernelIsa::Avx2)),
+                         [](const ::testing::TestParamInfo<std::tuple<int, KernelIsa>>& info) {
+                           return std::string(typeName(ncclDataType_t(std::get<0>(info.param)))) + "_" +
+                                  kernelIsaName(std::get<1>(info.param));
+                         });
 
 // ---- Ops, selection, special cases -----------------------------------------------------------
 
