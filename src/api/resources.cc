@@ -5,7 +5,9 @@
 #include <numeric>
 
 #include "core/comm.h"
+#include "core/log.h"
 #include "host/host_transport.h"
+#include "topo/topo.h"
 
 ncclComm::ncclComm() = default;
 ncclComm::~ncclComm() {
@@ -14,9 +16,39 @@ ncclComm::~ncclComm() {
 
 namespace braid {
 
-ncclResult_t createResources(ncclComm* comm) {
-  comm->ring.resize(comm->nRanks);
+namespace {
+
+// The ring order from the topology. Every rank of one host computes the same order from the
+// same machine; across hosts the views differ, so all ranks adopt rank 0's.
+ncclResult_t chooseRing(ncclComm* comm) {
+  int n = comm->nRanks;
+  comm->ring.resize(n);
   std::iota(comm->ring.begin(), comm->ring.end(), 0);
+  if (n == 1) return ncclSuccess;
+  std::vector<topo::RankLocation> locs;
+  for (const PeerInfo& p : comm->peers) locs.push_back({p.rank, p.hostHash, p.cudaDev, p.busId});
+  topo::System sys = topo::loadSystem(comm->rank);
+  topo::RingInfo info;
+  std::vector<std::vector<int>> rings = topo::ringOrders(sys, locs, 1, &info);
+  std::vector<int32_t> all(static_cast<size_t>(n) * n);
+  if (!rings.empty() && static_cast<int>(rings[0].size()) == n)
+    std::copy(rings[0].begin(), rings[0].end(), all.begin() + static_cast<size_t>(comm->rank) * n);
+  else
+    std::iota(all.begin() + static_cast<size_t>(comm->rank) * n, all.begin() + static_cast<size_t>(comm->rank + 1) * n, 0);
+  BRAID_CHECK(comm->bootstrap->allGather(all.data(), n * sizeof(int32_t)));
+  comm->ring.assign(all.begin(), all.begin() + n);
+  comm->ringBandwidth = info.bw.empty() ? 0.0 : info.bw[0];
+  std::string order;
+  for (int r : comm->ring) order += " " + std::to_string(r);
+  BRAID_INFO(kGraph | kInit, "rank %d: ring%s (%.1f GB/s per link%s%s)", comm->rank, order.c_str(), comm->ringBandwidth,
+             info.fallback ? ", rank order: " : "", info.fallback ? info.note.c_str() : "");
+  return ncclSuccess;
+}
+
+}  // namespace
+
+ncclResult_t createResources(ncclComm* comm) {
+  BRAID_CHECK(chooseRing(comm));
   comm->host = std::make_unique<HostTransport>(comm);
   return ncclSuccess;
 }

@@ -39,6 +39,7 @@ PeerInfo describeSelf(int rank, int nRanks, int cudaDev) {
   self.hostHash = hostHash();
   self.processHash = processHash();
   self.libraryVersion = NCCL_VERSION_CODE;
+  self.initTimeoutMs = static_cast<int32_t>(env::initTimeoutSeconds() * 1000);
   if (cudaDev >= 0 && cudaDeviceGetPCIBusId(self.busId, sizeof(self.busId), cudaDev) != cudaSuccess)
     self.busId[0] = 0;
   for (char* c = self.busId; *c; ++c) *c = static_cast<char>(std::tolower(*c));

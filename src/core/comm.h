@@ -44,6 +44,7 @@ struct ncclComm {
   std::vector<braid::PeerInfo> peers;
   std::unique_ptr<braid::TcpBootstrap> bootstrap;
   std::vector<int> ring;          // rank order for ring algorithms (from the topology)
+  double ringBandwidth = 0;       // GB/s per ring link, the topology's estimate (0: unknown)
   uint64_t childCount = 0;        // derived communicators so far (split/shrink secrets)
 
   std::atomic<State> state{State::Initializing};

@@ -16,7 +16,7 @@ struct PeerInfo {
   SocketAddress listen{};    // this rank's bootstrap listener
   char busId[16] = {};       // PCI bus id of the GPU, "0000:18:00.0"; empty for host-only
   int32_t libraryVersion = 0;
-  int32_t reserved = 0;
+  int32_t initTimeoutMs = 0;  // the rank's BRAID_INIT_TIMEOUT: the root (maybe another process) uses it
 };
 
 // Host identity: the hostname and the boot id, so that containers on one host that share

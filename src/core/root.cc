@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -48,6 +49,7 @@ void rootThread(int listenFd, uint64_t secret) {
   std::vector<Member> byRank;
   std::vector<Member> all;  // every accepted member, for error replies before nRanks is known
   int nRanks = -1, arrived = 0;
+  double timeoutSeconds = env::initTimeoutSeconds();
   Deadline deadline = Deadline::max();  // starts at the first hello: the id may wait long for its ranks
   std::string error;
   ncclResult_t status = ncclSuccess;
@@ -56,7 +58,9 @@ void rootThread(int listenFd, uint64_t secret) {
     ncclResult_t rc = acceptBefore(listenFd, deadline, nullptr, &fd);
     if (rc == ncclInProgress) {
       status = ncclRemoteError;
-      error = "bootstrap root: timed out after " + std::to_string(env::initTimeoutSeconds()) + " s waiting for " +
+      char secs[32];
+      std::snprintf(secs, sizeof(secs), "%.0f", timeoutSeconds);
+      error = std::string("bootstrap root: timed out after ") + secs + " s waiting for " +
               std::to_string(nRanks - arrived) + " of " + std::to_string(nRanks) + " ranks; missing rank(s): " +
               missingRanks(byRank) +
               ". Fix: check that every rank calls ncclCommInitRank with this id and that it did not die "
@@ -78,7 +82,9 @@ void rootThread(int listenFd, uint64_t secret) {
     if (nRanks < 0) {
       nRanks = info.nRanks;
       byRank.resize(std::max(nRanks, 0));
-      deadline = deadlineIn(env::initTimeoutSeconds());
+      // The ranks' timeout, not the root process's: the root may live in a launcher.
+      timeoutSeconds = info.initTimeoutMs > 0 ? info.initTimeoutMs / 1000.0 : env::initTimeoutSeconds();
+      deadline = deadlineIn(timeoutSeconds);
     }
     all.push_back({fd, info});
     if (info.nRanks != nRanks) {
