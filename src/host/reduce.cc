@@ -15,6 +15,7 @@ namespace base {
 ElemwiseFn selectKernel(ncclDataType_t type, HostOpKind kind, bool hasRecv, bool hasSrc, bool pre, bool post);
 }
 namespace avx2 {
+extern const bool kBuilt;
 ElemwiseFn selectKernel(ncclDataType_t type, HostOpKind kind, bool hasRecv, bool hasSrc, bool pre, bool post);
 }
 }  // namespace kernels
@@ -77,9 +78,13 @@ std::optional<HostOp> makePreMulSumOp(ncclDataType_t type, const void* scalar, i
 
 bool kernelIsaSupported(KernelIsa isa) {
   if (isa == KernelIsa::Base) return true;
-  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                           __builtin_cpu_supports("f16c");
+#if defined(__x86_64__)
+  static const bool avx2 = kernels::avx2::kBuilt && __builtin_cpu_supports("avx2") &&
+                           __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
   return avx2;
+#else
+  return false;
+#endif
 }
 
 KernelIsa bestKernelIsa() { return kernelIsaSupported(KernelIsa::Avx2) ? KernelIsa::Avx2 : KernelIsa::Base; }

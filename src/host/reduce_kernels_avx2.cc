@@ -4,6 +4,11 @@
 //
 // Everything included before the target pragma stays baseline code; the kernel templates come
 // after it, in their own namespace (avx2), so no AVX instruction can reach a baseline caller.
+// Built with GCC on x86-64 only; elsewhere this build is absent (kBuilt) and the baseline
+// kernels serve.
+#include "host/reduce.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 
 #include <cmath>
@@ -13,7 +18,6 @@
 #include <type_traits>
 
 #include "core/numeric.h"
-#include "host/reduce.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
@@ -23,6 +27,8 @@
 
 namespace braid::host::kernels::avx2 {
 
+extern const bool kBuilt = true;
+
 ElemwiseFn selectKernel(ncclDataType_t type, HostOpKind kind, bool hasRecv, bool hasSrc, bool pre, bool post) {
   return selectAnyType(type, kind, hasRecv, hasSrc, pre, post);
 }
@@ -30,3 +36,15 @@ ElemwiseFn selectKernel(ncclDataType_t type, HostOpKind kind, bool hasRecv, bool
 }  // namespace braid::host::kernels::avx2
 
 #pragma GCC pop_options
+
+#else
+
+namespace braid::host::kernels::avx2 {
+
+extern const bool kBuilt = false;
+
+ElemwiseFn selectKernel(ncclDataType_t, HostOpKind, bool, bool, bool, bool) { return nullptr; }
+
+}  // namespace braid::host::kernels::avx2
+
+#endif
