@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Issue 6: braid against NCCL on one host with several GPUs, in one device call per kind.
+#   perf/multigpu.sh BUILD_DIR        (on the GPU machine; the build folder is carried)
+# 1. tests/gpu/run.sh with every GPU (correctness against the float64 reference and NCCL)
+# 2. braid-perf over braid and over the real NCCL (same program, same inputs), one rank per
+#    GPU: all-reduce, all-gather, reduce-scatter, broadcast, sendrecv, 8 B to 4 GB, and the
+#    ratio braid/NCCL per size
+# 3. nvidia-smi topo -m beside braid-topo's matrix; NCCL's topology dump beside braid's
+# Everything lands in $OUT (or a temporary folder) and a summary is printed last.
+set -u
+export NCCL_NVLS_ENABLE=0   # never NVLink multicast
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+build="$(cd "${1:-$repo/build}" && pwd)"
+out="${OUT:-$(mktemp -d)}"
+mkdir -p "$out"
+ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || echo 0)
+echo "=== $(date -u +%F) $(nvidia-smi -L 2>/dev/null | head -1) x $ngpus"
+if [ "$ngpus" -lt 2 ]; then echo "needs at least 2 GPUs (found $ngpus): only the single-GPU parts run"; fi
+
+# The real NCCL: the toolkit's, or the PyTorch wheel's.
+real=""
+for cand in /usr/local/cuda/lib/libnccl.so.2 /usr/local/cuda/lib64/libnccl.so.2 \
+            "$(python3 -c 'import nvidia.nccl,os;print(os.path.dirname(nvidia.nccl.__file__)+"/lib/libnccl.so.2")' 2>/dev/null)"; do
+  [ -n "$cand" ] && [ -e "$cand" ] && { real="$cand"; break; }
+done
+echo "real NCCL: ${real:-not found}"
+
+# 1. Correctness on all GPUs.
+timeout 600 "$repo/tests/gpu/run.sh" "$build" > "$out/gpu-run.log" 2>&1
+echo "tests/gpu/run.sh exit $?"; tail -15 "$out/gpu-run.log"
+
+# 2. Side by side.
+np=$(( ngpus > 0 ? ngpus : 1 ))
+perf="$build/perf/braid-perf"
+table="$out/multigpu-perf.txt"
+: > "$table"
+for coll in allreduce allgather reducescatter broadcast sendrecv; do
+  args=(--coll "$coll" -np "$np" --memory device -b 8 -e 4G -f 4 -w 5 -n 20 -c 1)
+  LD_LIBRARY_PATH="$build" timeout 600 "$perf" "${args[@]}" > "$out/braid-$coll.txt" 2>&1
+  if [ -n "$real" ]; then
+    LD_LIBRARY_PATH="$(dirname "$real")" timeout 600 "$perf" "${args[@]}" > "$out/nccl-$coll.txt" 2>&1
+  fi
+  # size, braid time, NCCL time, braid busbw, NCCL busbw, ratio of times (out-of-place columns)
+  awk -v coll="$coll" 'FNR==NR && $1 ~ /^[0-9]+$/ {b[$1]=$6; bb[$1]=$8; next}
+       $1 ~ /^[0-9]+$/ && ($1 in b) {printf "%-14s %12s %10s %10s %8s %8s %6.2f\n", coll, $1, b[$1], $6, bb[$1], $8, (b[$1]>0?$6/b[$1]:0)}' \
+      "$out/braid-$coll.txt" "$out/nccl-$coll.txt" 2>/dev/null >> "$table"
+done
+
+# 3. Topology views.
+nvidia-smi topo -m > "$out/nvidia-smi-topo.txt" 2>&1
+"$build/tools/braid-topo/braid-topo" --ranks "$np" --dump "$out/braid-topo.xml" > "$out/braid-topo.txt" 2>&1
+if [ -n "$real" ]; then
+  NCCL_TOPO_DUMP_FILE="$out/nccl-topo.xml" LD_LIBRARY_PATH="$(dirname "$real")" timeout 120 "$perf" -np "$np" \
+    --memory device -b 8 -e 8 -n 1 -w 0 > /dev/null 2>&1
+fi
+
+echo "=== nvidia-smi topo -m";  cat "$out/nvidia-smi-topo.txt"
+echo "=== braid-topo";          head -40 "$out/braid-topo.txt"
+echo "=== braid vs NCCL (out of place): coll, bytes, braid us, NCCL us, braid busbw, NCCL busbw, NCCL/braid speed"
+cat "$table"
