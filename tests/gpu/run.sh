@@ -1,65 +1,180 @@
 #!/usr/bin/env bash
-# The GPU test run (issue 4 item 4), for a machine with at least one GPU. Builds nothing:
-# it runs what the build folder holds (default: build-gpu next to this repository).
-#   tests/gpu/run.sh [BUILD_DIR]        BENCH=quick|full|off (default quick)
-# Sections run in order; each one's status and time go into the summary table printed last.
-# Logs go to $OUT (when set, as on the device machine) or to a temporary folder.
+# The GPU test run (issue 4 item 4), for a machine with at least one GPU. Builds nothing: it
+# runs what the build folder holds (a path, absolute or relative to the current folder or to
+# this repository; default build-gpu).
+#   tests/gpu/run.sh [BUILD_DIR]
+# Environment: BUDGET (seconds for the whole run, default 320), BENCH=quick|full|off (the
+# executor micro-benchmark, default quick), LIMIT_<SECTION> (per-section limits, below),
+# NCCL_REAL_LIB (the real libnccl.so.2; found automatically otherwise).
+#
+# Sections, most important first; each has its own time limit and never outlives the budget:
+#   mp-device     API-level correctness on device memory: tests/mp/mp_rank `collectives
+#                 --memory device` for 1, 2, 4, 8 rank processes on GPU(s) (rank % GPUs), every
+#                 collective, type, op, in/out of place, counts 0 1 7 4097 (+1000003 fp32/int64),
+#                 and the `abort` scenario (2 processes).
+#   nccl-compare  braid vs the real NCCL, 1 rank each, in one process (gpu_nccl_compare):
+#                 bitwise outputs, all-reduce 8 B..1 GB, CPU time per call, comm memory.
+#   api-graph     CUDA graph (100 replays) and abort within 1 s through the API (2 threads).
+#   torch         PyTorch drop-in (torch_dropin.py, LD_PRELOAD), world sizes 2 and 4 on GPU 0.
+#   executor      gpu_executor_test: the executor alone (ranks as threads), 1/2/4/8 ranks.
+#   exec-graph    gpu_graph_abort_test: the executor's graph/abort/group tests.
+#   bench         gpu_bench_executor: 1-rank copy and 2/4/8-rank all-reduce vs cudaMemcpy.
+# A summary table comes last (also in gpu-logs/summary.txt). Logs: $OUT/gpu-logs (when OUT
+# is set, as on the device machine) or a temporary folder; one file per section.
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-build="${1:-$repo/build-gpu}"
+
+# ---- internal parts, run by this script under `timeout` (see below) ------------------------
+if [ "${1:-}" = "--part" ]; then
+  part="$2"; build="$3"; limit="${SECTION_LIMIT:-$4}"
+  end=$((SECONDS + limit - 3))
+  left() { echo $((end - SECONDS)); }
+  case "$part" in
+    mp-device)
+      launch="$build/tests/launcher/braid-launch"; rankprog="$build/tests/mp/mp_rank"
+      rc_all=0; skip_rest=""; tmpf="$(mktemp)"
+      echo "--- abort: 2 processes, rank 1 never joins the all-reduce (limit 20s)"
+      "$launch" -np 2 -t 20 -- "$rankprog" abort --memory device >"$tmpf" 2>&1
+      rc=$?
+      tail -20 "$tmpf"
+      case $rc in
+        0) echo "SUMMARY abort PASS $(grep -m1 -oE 'abort [0-9.]+s drain [0-9.]+s' "$tmpf")" ;;
+        77) echo "SUMMARY SKIP (no GPU)"; rm -f "$tmpf"; exit 77 ;;
+        *) rc_all=1; echo "SUMMARY abort FAIL(rc=$rc)" ;;
+      esac
+      for n in 1 2 4 8; do
+        case $n in 1) t=25 ;; 2) t=35 ;; 4) t=45 ;; *) t=70 ;; esac
+        [ "$(left)" -lt "$t" ] && t=$(left)
+        if [ -n "$skip_rest" ] || [ "$t" -lt 10 ]; then
+          echo "SUMMARY np=$n not run (${skip_rest:-no time left})"; rc_all=1; continue
+        fi
+        t0=$SECONDS
+        echo "--- np=$n: collectives 0,1,7,4097 all --big 1000003 --memory device (limit ${t}s)"
+        "$launch" -np "$n" -t "$t" -- "$rankprog" collectives 0,1,7,4097 all --big 1000003 --memory device \
+          >"$tmpf" 2>&1
+        rc=$?
+        # Keep the log short: failures, warnings and each rank's totals.
+        grep -E 'WRONG|FAIL|SKIP|WARN|runs,|braid-launch' "$tmpf" | head -60; grep 'progress:' "$tmpf" | tail -2
+        [ $rc -ne 0 ] && { echo "... last lines:"; tail -25 "$tmpf"; }
+        runs="$(grep -m1 -oE '[0-9]+ runs, [0-9]+ wrong' "$tmpf")"
+        case $rc in
+          0) st=PASS ;; 124) st="TIMEOUT(${t}s)"; skip_rest="np=$n timed out" ;; *) st="FAIL(rc=$rc)" ;;
+        esac
+        [ $rc -ne 0 ] && rc_all=1
+        echo "SUMMARY np=$n $st $((SECONDS - t0))s ${runs:-}"
+      done
+      rm -f "$tmpf"
+      exit $rc_all ;;
+    torch)
+      exec python3 "$here/torch_dropin.py" --lib "$build/libbraid.so" --worlds 2,4 --timeout $(((limit - 5) / 2)) ;;
+  esac
+  echo "unknown part $part"; exit 2
+fi
+
+# ---- set-up -------------------------------------------------------------------------------
+arg="${1:-build-gpu}"
+if [ -d "$arg" ]; then build="$(cd "$arg" && pwd)"
+elif [ -d "$repo/$arg" ]; then build="$(cd "$repo/$arg" && pwd)"
+else echo "run.sh: no build folder $arg"; exit 2; fi
 logs="${OUT:-$(mktemp -d)}/gpu-logs"
 mkdir -p "$logs"
+budget="${BUDGET:-320}"
+deadline=$((SECONDS + budget))
 export NCCL_NVLS_ENABLE=0   # never NVLink multicast
 # Ranks of one process share a GPU's hardware queues (8 by default): two ranks' streams on
-# one queue could serialise their kernels while each waits for the other. More queues make
-# such a collision less likely (not seen so far; the executor preloads its kernels against
-# the lazy-loading deadlock, which was seen).
+# one queue could serialise their kernels while each waits for the other.
 export CUDA_DEVICE_MAX_CONNECTIONS="${CUDA_DEVICE_MAX_CONNECTIONS:-32}"
-bench="${BENCH:-quick}"
+# Programs linked against braid find it as libnccl.so.2 through this folder first (their
+# RUNPATH names the build machine's path; the real NCCL must never be picked up instead).
+libdir="$(mktemp -d)"
+trap 'rm -rf "$libdir"' EXIT
+ln -s "$build/libbraid.so" "$libdir/libnccl.so.2"
+export LD_LIBRARY_PATH="$libdir:$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+find_real_nccl() {
+  local c cands=("${NCCL_REAL_LIB:-}" /usr/local/cuda/lib/libnccl.so.2 /usr/local/cuda/lib64/libnccl.so.2
+                 /usr/local/cuda/targets/x86_64-linux/lib/libnccl.so.2)
+  local py
+  py="$(timeout 20 python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)" &&
+    cands+=("$py/lib/libnccl.so.2")
+  while read -r c; do cands+=("$c"); done < <(ldconfig -p 2>/dev/null | awk '/libnccl\.so\.2 /{print $NF}')
+  for c in "${cands[@]}"; do
+    [ -n "$c" ] && [ -f "$c" ] || continue
+    c="$(readlink -f "$c")"
+    grep -qa 'braid' "$c" && continue   # braid itself (libnccl.so.2 is its soname too)
+    echo "$c"; return 0
+  done
+  return 1
+}
 
 declare -a rows
-section() {  # section NAME TIMEOUT_S COMMAND...
+section() {  # section NAME LIMIT_S COMMAND...
   local name="$1" limit="$2"; shift 2
-  local log="$logs/$name.log" t0=$SECONDS status
-  echo "=== $name: $*"
-  timeout --signal=KILL "$limit" "$@" >"$log" 2>&1
+  local log="$logs/$name.log" t0=$SECONDS status left=$((deadline - SECONDS - 5))
+  [ "$limit" -gt "$left" ] && limit=$left
+  if [ "$limit" -lt 15 ]; then
+    rows+=("$(printf '%-13s %-15s %6s   %s' "$name" "NO-TIME" "-" "budget of ${budget}s spent")"); return
+  fi
+  if [[ "$1" == */* && ! -x "$1" ]]; then
+    rows+=("$(printf '%-13s %-15s %6s   %s' "$name" "MISSING" "-" "$1 not built")"); return
+  fi
+  echo "=== $name (limit ${limit}s): $*"
+  SECTION_LIMIT="$limit" timeout -k 5 "$limit" "$@" >"$log" 2>&1
   local rc=$?
   case $rc in
     0) status=PASS
        grep -qE '^\[  PASSED  \] 0 tests' "$log" && status=SKIP ;;
     77) status=SKIP ;;
-    137) status="TIMEOUT(${limit}s)" ;;
+    124|137) status="TIMEOUT(${limit}s)" ;;
     *) status="FAIL(rc=$rc)" ;;
   esac
   grep -E "^SUMMARY|^\[  (FAILED|SKIPPED) |FAILED TEST" "$log" | head -20
-  [ "$status" = PASS ] || tail -40 "$log"
+  case $status in PASS|SKIP) ;; *) tail -30 "$log" ;; esac
   local notes
-  notes="$(grep -E '^SUMMARY' "$log" | sed 's/^SUMMARY //' | paste -sd ';' - | cut -c1-150)"
-  rows+=("$(printf '%-14s %-16s %6ss  %s' "$name" "$status" "$((SECONDS - t0))" "$notes")")
+  notes="$(grep -E '^SUMMARY' "$log" | sed 's/^SUMMARY //' | paste -sd ';' - | cut -c1-230)"
+  rows+=("$(printf '%-13s %-15s %5ss   %s' "$name" "$status" "$((SECONDS - t0))" "$notes")")
 }
-skip() { rows+=("$(printf '%-14s %-16s %6s   %s' "$1" "NOT-YET" "-" "$2")"); }
+skip() { rows+=("$(printf '%-13s %-15s %6s   %s' "$1" "NOT-RUN" "-" "$2")"); }
 
-echo "=== device"
-nvidia-smi -L 2>&1 | head -8 || true
+echo "=== device, build, libraries"
+nvidia-smi --query-gpu=index,name,memory.used,memory.total,driver_version --format=csv,noheader 2>&1 | head -8
+echo "build: $build   (budget ${budget}s, logs $logs)"
+echo "mp_rank links: $(ldd "$build/tests/mp/mp_rank" 2>/dev/null | grep -E 'nccl|braid' | tr -s ' \t' ' ')"
+real_nccl="$(find_real_nccl)" || real_nccl=""
+echo "real NCCL: ${real_nccl:-not found}"
 
-# 1. Correctness: every collective, type and op, in and out of place, 1/2/4/8 ranks.
-section correctness "${LIMIT_CORRECTNESS:-420}" "$build/tests/gpu/gpu_executor_test"
-# 2. CUDA graph capture + 100 replays, abort with a missing peer, grouped launches.
-section graph-abort "${LIMIT_GRAPH:-120}" "$build/tests/gpu/gpu_graph_abort_test"
-# 3. Comparison with the real NCCL (dlopen of libnccl.so.2): needs the communicator path.
-skip nccl-compare "needs ncclAllReduce on device memory (api + executor glue)"
-# 4. PyTorch drop-in smoke test with LD_PRELOAD=libbraid.so.
-skip torch-dropin "needs the communicator path on device memory"
-# 5. Micro-benchmark: 1-rank copy, 2/4/8-rank all-reduce on one GPU, against cudaMemcpy.
-case "$bench" in
-  quick) section bench "${LIMIT_BENCH:-200}" "$build/tests/gpu/gpu_bench_executor" --quick ;;
-  full) section bench 400 "$build/tests/gpu/gpu_bench_executor" ;;
-  *) skip bench "BENCH=$bench" ;;
+# 1. API-level correctness on device memory, rank processes through braid-launch.
+section mp-device "${LIMIT_MP:-180}" bash "$here/run.sh" --part mp-device "$build" "${LIMIT_MP:-180}"
+# 2. braid against the real NCCL (1 rank each), with the 1-rank measurements.
+if [ -n "$real_nccl" ]; then
+  section nccl-compare "${LIMIT_COMPARE:-90}" "$build/tests/gpu/gpu_nccl_compare" \
+    --braid "$(readlink -f "$build/libbraid.so")" --nccl "$real_nccl"
+else
+  skip nccl-compare "no real libnccl.so.2 found (set NCCL_REAL_LIB)"
+fi
+[ -f "$logs/nccl-compare.log" ] && sed -n '/^1-rank all-reduce/,/^host time/p' "$logs/nccl-compare.log"
+# 3. CUDA graph + 100 replays and abort through the API (2 ranks as threads on GPU 0).
+section api-graph "${LIMIT_API_GRAPH:-60}" "$build/tests/gpu/gpu_api_graph_abort"
+# 4. PyTorch drop-in with LD_PRELOAD=libbraid.so, 2 and 4 processes on GPU 0.
+if python3 -c 'import torch' >/dev/null 2>&1; then
+  section torch "${LIMIT_TORCH:-90}" bash "$here/run.sh" --part torch "$build" "${LIMIT_TORCH:-90}"
+else
+  skip torch "python3 cannot import torch"
+fi
+# 5. The executor alone (ranks as threads, no communicator): correctness, graph/abort, bench.
+section executor "${LIMIT_CORRECTNESS:-150}" "$build/tests/gpu/gpu_executor_test"
+section exec-graph "${LIMIT_GRAPH:-60}" "$build/tests/gpu/gpu_graph_abort_test"
+case "${BENCH:-quick}" in
+  quick) section bench "${LIMIT_BENCH:-120}" "$build/tests/gpu/gpu_bench_executor" --quick ;;
+  full) section bench "${LIMIT_BENCH:-300}" "$build/tests/gpu/gpu_bench_executor" ;;
+  *) skip bench "BENCH=${BENCH}" ;;
 esac
-[ -f "$logs/bench.log" ] && { echo "=== bench table"; grep -vE "^SUMMARY" "$logs/bench.log"; }
+[ -f "$logs/bench.log" ] && { echo "=== bench table"; grep -vE "^SUMMARY" "$logs/bench.log" | tail -40; }
 
-echo
-echo "=== summary"
-printf '%-14s %-16s %7s  %s\n' section status time notes
-for r in "${rows[@]}"; do echo "$r"; done
+{
+  echo
+  echo "=== summary ($((SECONDS))s of ${budget}s)"
+  printf '%-13s %-15s %6s   %s\n' section status time notes
+  for r in "${rows[@]}"; do echo "$r"; done
+} | tee "$logs/summary.txt"

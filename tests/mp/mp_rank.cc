@@ -1,14 +1,23 @@
 // One rank of a multi-process test, started by the launcher (tests/mp/mp_test.cc). The first
 // argument names the scenario; the rank prints what it observed and exits 0 when every check
 // it can make locally passed. The driver checks exit codes and output.
+//
+// `--memory device` (anywhere after the scenario) puts the buffers of `collectives` in GPU
+// memory (device rank % deviceCount, inputs copied in, the call on a CUDA stream, results copied
+// back) and is required by `abort`. CUDA comes from the driver (libcuda.so.1, loaded at run
+// time), so this program needs no CUDA to build or to run in host mode. Without a GPU a
+// device-mode rank prints "SKIP ..." and exits 77.
+#include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,6 +50,116 @@ ncclUniqueId gId;
       std::exit(1);                                                               \
     }                                                                             \
   } while (0)
+
+// ---- GPU memory through the CUDA driver API, loaded at run time ----------------------------
+// The primary context of the chosen device is made current, so braid (which uses the runtime
+// API) sees the same device and context.
+namespace gpu {
+
+using CUresult = int;
+using CUdevice = int;
+using CUcontext = void*;
+using CUstream = void*;
+using CUdeviceptr = unsigned long long;
+
+struct Api {
+  CUresult (*init)(unsigned);
+  CUresult (*deviceGetCount)(int*);
+  CUresult (*deviceGet)(CUdevice*, int);
+  CUresult (*primaryCtxRetain)(CUcontext*, CUdevice);
+  CUresult (*ctxSetCurrent)(CUcontext);
+  CUresult (*memAlloc)(CUdeviceptr*, size_t);
+  CUresult (*memFree)(CUdeviceptr);
+  CUresult (*memcpyHtoD)(CUdeviceptr, const void*, size_t);
+  CUresult (*memcpyDtoH)(void*, CUdeviceptr, size_t);
+  CUresult (*memsetD8)(CUdeviceptr, unsigned char, size_t);
+  CUresult (*streamCreate)(CUstream*, unsigned);
+  CUresult (*streamSynchronize)(CUstream);
+  CUresult (*streamQuery)(CUstream);
+  CUresult (*ctxSynchronize)();
+  CUresult (*getErrorString)(CUresult, const char**);
+};
+Api api;
+bool enabled = false;
+int device = -1;
+CUstream stream = nullptr;
+
+const char* errorText(CUresult r) {
+  const char* text = nullptr;
+  if (api.getErrorString) api.getErrorString(r, &text);
+  return text ? text : "unknown CUDA error";
+}
+
+#define CU_OK(call)                                                                     \
+  do {                                                                                  \
+    gpu::CUresult r_ = (call);                                                          \
+    if (r_ != 0) {                                                                      \
+      std::printf("FAIL %s:%d %s -> CUDA error %d %s\n", __FILE__, __LINE__, #call, r_, \
+                  gpu::errorText(r_));                                                  \
+      std::exit(1);                                                                     \
+    }                                                                                   \
+  } while (0)
+
+template <typename F>
+bool load(void* lib, const char* name, F* out) {
+  *out = reinterpret_cast<F>(dlsym(lib, name));
+  return *out != nullptr;
+}
+
+// Opens CUDA and makes device rank % count current. Exits 77 ("SKIP") where there is no GPU.
+void start(int rank) {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    std::printf("SKIP device memory: no CUDA driver (%s)\n", dlerror());
+    std::exit(77);
+  }
+  bool ok = load(lib, "cuInit", &api.init) && load(lib, "cuDeviceGetCount", &api.deviceGetCount) &&
+            load(lib, "cuDeviceGet", &api.deviceGet) && load(lib, "cuDevicePrimaryCtxRetain", &api.primaryCtxRetain) &&
+            load(lib, "cuCtxSetCurrent", &api.ctxSetCurrent) && load(lib, "cuMemAlloc_v2", &api.memAlloc) &&
+            load(lib, "cuMemFree_v2", &api.memFree) && load(lib, "cuMemcpyHtoD_v2", &api.memcpyHtoD) &&
+            load(lib, "cuMemcpyDtoH_v2", &api.memcpyDtoH) && load(lib, "cuMemsetD8_v2", &api.memsetD8) &&
+            load(lib, "cuStreamCreate", &api.streamCreate) && load(lib, "cuStreamSynchronize", &api.streamSynchronize) &&
+            load(lib, "cuStreamQuery", &api.streamQuery) && load(lib, "cuCtxSynchronize", &api.ctxSynchronize) &&
+            load(lib, "cuGetErrorString", &api.getErrorString);
+  if (!ok) {
+    std::printf("FAIL libcuda.so.1 lacks a driver entry point: %s\n", dlerror());
+    std::exit(1);
+  }
+  int count = 0;
+  CUresult r = api.init(0);
+  if (r == 0) r = api.deviceGetCount(&count);
+  if (r != 0 || count == 0) {
+    std::printf("SKIP device memory: no CUDA device (cuInit/cuDeviceGetCount: %d %s, %d devices)\n", r,
+                r ? errorText(r) : "ok", count);
+    std::exit(77);
+  }
+  device = rank % count;
+  CUdevice dev = 0;
+  CUcontext ctx = nullptr;
+  CU_OK(api.deviceGet(&dev, device));
+  CU_OK(api.primaryCtxRetain(&ctx, dev));
+  CU_OK(api.ctxSetCurrent(ctx));
+  CU_OK(api.streamCreate(&stream, 1 /* CU_STREAM_NON_BLOCKING */));
+  enabled = true;
+}
+
+// A device buffer of at least one byte, filled with `fill`.
+struct Buffer {
+  CUdeviceptr ptr = 0;
+  size_t bytes = 0;
+  explicit Buffer(size_t n, unsigned char fill = 0x5a) : bytes(std::max<size_t>(n, 1)) {
+    CU_OK(api.memAlloc(&ptr, bytes));
+    CU_OK(api.memsetD8(ptr, fill, bytes));
+  }
+  ~Buffer() { api.memFree(ptr); }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  char* get() const { return reinterpret_cast<char*>(ptr); }
+  void upload(const void* host, size_t n) { CU_OK(api.memcpyHtoD(ptr, host, std::min(n, bytes))); }
+  void download(void* host, size_t n) { CU_OK(api.memcpyDtoH(host, ptr, std::min(n, bytes))); }
+};
+
+}  // namespace gpu
 
 // The PreMulSum scalar 2.0 in each type's representation.
 void scalarTwo(ncclDataType_t type, unsigned char* out) {
@@ -196,20 +315,30 @@ int scenarioUnmatchedSend() {
 }
 
 // Every collective, type and op, in place and out of place, against braid_check's float64
-// reference. argv: counts (comma separated) and an optional type filter.
-int scenarioCollectives(const std::vector<size_t>& counts, bool allTypes) {
+// reference. Each (count, allTypes) pair runs every collective: allTypes covers every type and
+// op, otherwise float32 and int64 with sum and max. With gpu::enabled the buffers are in GPU
+// memory and each call runs on gpu::stream, which is synchronised before the check.
+struct CountSet {
+  size_t count;
+  bool allTypes;
+};
+
+int scenarioCollectives(const std::vector<CountSet>& sets) {
   ncclComm_t comm = initComm();
   size_t failures = 0, runs = 0;
   uint64_t seed = 1;
-  std::vector<ncclDataType_t> types;
-  if (allTypes) types.assign(std::begin(check::kAllTypes), std::end(check::kAllTypes));
-  else types = {ncclFloat32, ncclInt64};
-  for (size_t count : counts) {
+  auto started = std::chrono::steady_clock::now(), lastNote = started;
+  cudaStream_t stream = gpu::enabled ? static_cast<cudaStream_t>(gpu::stream) : nullptr;
+  for (const CountSet& set : sets) {
+    size_t count = set.count;
+    std::vector<ncclDataType_t> types;
+    if (set.allTypes) types.assign(std::begin(check::kAllTypes), std::end(check::kAllTypes));
+    else types = {ncclFloat32, ncclInt64};
     for (check::Collective coll : check::kAllCollectives) {
       std::vector<check::ReduceOp> ops;
       if (check::isReduction(coll)) ops.assign(std::begin(check::kAllReduceOps), std::end(check::kAllReduceOps));
       else ops = {check::ReduceOp::None};
-      if (!allTypes && check::isReduction(coll)) ops = {check::ReduceOp::Sum, check::ReduceOp::Max};
+      if (!set.allTypes && check::isReduction(coll)) ops = {check::ReduceOp::Sum, check::ReduceOp::Max};
       for (ncclDataType_t type : types)
         for (check::ReduceOp op : ops)
           for (int inPlace = 0; inPlace < 2; ++inPlace) {
@@ -226,15 +355,33 @@ int scenarioCollectives(const std::vector<size_t>& counts, bool allTypes) {
             spec.seed = ++seed;
             auto bc = check::bufferCounts(coll, count, gN);
             size_t es = check::typeSize(type);
-            std::vector<char> sendBuf(std::max<size_t>(bc.send, 1) * es), recvBuf(std::max<size_t>(bc.recv, 1) * es, 0x5a);
-            std::vector<char> oneBuf(std::max<size_t>(std::max(bc.send, bc.recv), 1) * es, 0x5a);
-            char* in = sendBuf.data();
-            char* out = recvBuf.data();
-            if (inPlace) {
-              in = oneBuf.data() + check::inPlaceInputOffset(coll, count, gRank) * es;
-              out = oneBuf.data() + check::inPlaceOutputOffset(coll, count, gRank) * es;
-            }
+            size_t sendBytes = std::max<size_t>(bc.send, 1) * es, recvBytes = std::max<size_t>(bc.recv, 1) * es;
+            size_t oneBytes = std::max<size_t>(std::max(bc.send, bc.recv), 1) * es;
+            std::vector<char> sendBuf(sendBytes), recvBuf(recvBytes, 0x5a), oneBuf(oneBytes, 0x5a);
+            size_t inOffset = inPlace ? check::inPlaceInputOffset(coll, count, gRank) * es : 0;
+            size_t outOffset = inPlace ? check::inPlaceOutputOffset(coll, count, gRank) * es : 0;
+            char* in = inPlace ? oneBuf.data() + inOffset : sendBuf.data();
+            char* out = inPlace ? oneBuf.data() + outOffset : recvBuf.data();
             check::fillInput(spec, gRank, in);
+            // Device mode: the same layout in GPU memory; `in`/`out` become device pointers and
+            // `hostOut` is where the result lands after the copy back.
+            std::unique_ptr<gpu::Buffer> dSend, dRecv, dOne;
+            char* hostOut = out;
+            if (gpu::enabled) {
+              if (inPlace) {
+                dOne = std::make_unique<gpu::Buffer>(oneBytes);
+                dOne->upload(oneBuf.data(), oneBytes);
+                in = dOne->get() + inOffset;
+                out = dOne->get() + outOffset;
+              } else {
+                dSend = std::make_unique<gpu::Buffer>(sendBytes);
+                dRecv = std::make_unique<gpu::Buffer>(recvBytes);
+                dSend->upload(sendBuf.data(), sendBytes);
+                dRecv->upload(recvBuf.data(), recvBytes);
+                in = dSend->get();
+                out = dRecv->get();
+              }
+            }
             ncclRedOp_t ncclOp = ncclSum;
             switch (op) {
               case check::ReduceOp::Prod: ncclOp = ncclProd; break;
@@ -251,29 +398,50 @@ int scenarioCollectives(const std::vector<size_t>& counts, bool allTypes) {
             }
             ncclResult_t rc = ncclSuccess;
             switch (coll) {
-              case check::Collective::AllReduce: rc = ncclAllReduce(in, out, count, type, ncclOp, comm, nullptr); break;
-              case check::Collective::AllGather: rc = ncclAllGather(in, out, count, type, comm, nullptr); break;
-              case check::Collective::ReduceScatter: rc = ncclReduceScatter(in, out, count, type, ncclOp, comm, nullptr); break;
-              case check::Collective::Broadcast: rc = ncclBroadcast(in, out, count, type, root, comm, nullptr); break;
-              case check::Collective::Reduce: rc = ncclReduce(in, out, count, type, ncclOp, root, comm, nullptr); break;
-              case check::Collective::AlltoAll: rc = ncclAlltoAll(in, out, count, type, comm, nullptr); break;
-              case check::Collective::Gather: rc = ncclGather(in, out, count, type, root, comm, nullptr); break;
-              case check::Collective::Scatter: rc = ncclScatter(in, out, count, type, root, comm, nullptr); break;
+              case check::Collective::AllReduce: rc = ncclAllReduce(in, out, count, type, ncclOp, comm, stream); break;
+              case check::Collective::AllGather: rc = ncclAllGather(in, out, count, type, comm, stream); break;
+              case check::Collective::ReduceScatter: rc = ncclReduceScatter(in, out, count, type, ncclOp, comm, stream); break;
+              case check::Collective::Broadcast: rc = ncclBroadcast(in, out, count, type, root, comm, stream); break;
+              case check::Collective::Reduce: rc = ncclReduce(in, out, count, type, ncclOp, root, comm, stream); break;
+              case check::Collective::AlltoAll: rc = ncclAlltoAll(in, out, count, type, comm, stream); break;
+              case check::Collective::Gather: rc = ncclGather(in, out, count, type, root, comm, stream); break;
+              case check::Collective::Scatter: rc = ncclScatter(in, out, count, type, root, comm, stream); break;
               case check::Collective::SendRecv:
                 EXPECT_OK(ncclGroupStart());
-                EXPECT_OK(ncclSend(in, count, type, (gRank + 1) % gN, comm, nullptr));
-                EXPECT_OK(ncclRecv(out, count, type, (gRank + gN - 1) % gN, comm, nullptr));
+                EXPECT_OK(ncclSend(in, count, type, (gRank + 1) % gN, comm, stream));
+                EXPECT_OK(ncclRecv(out, count, type, (gRank + gN - 1) % gN, comm, stream));
                 rc = ncclGroupEnd();
                 break;
             }
             if (op == check::ReduceOp::PreMulSum) EXPECT_OK(ncclRedOpDestroy(ncclOp, comm));
             ++runs;
+            if (gpu::enabled && gRank == 0 && std::chrono::steady_clock::now() - lastNote > std::chrono::seconds(5)) {
+              lastNote = std::chrono::steady_clock::now();  // progress, for a run that times out
+              std::printf("progress: %zu runs in %.0f s, now %s %s %s count %zu\n", runs,
+                          std::chrono::duration<double>(lastNote - started).count(), check::collectiveName(coll),
+                          check::typeName(type), check::opName(op), count);
+            }
             if (rc != ncclSuccess) {
               std::printf("FAIL %s %s %s count %zu inplace %d: returned %d: %s\n", check::collectiveName(coll),
                           check::typeName(type), check::opName(op), count, inPlace, rc, ncclGetLastError(nullptr));
               return 1;
             }
-            check::CheckResult res = check::check(spec, gRank, out);
+            if (gpu::enabled) {
+              CU_OK(gpu::api.streamSynchronize(gpu::stream));
+              ncclResult_t async = ncclSuccess;
+              EXPECT_OK(ncclCommGetAsyncError(comm, &async));
+              if (async != ncclSuccess) {
+                std::printf("FAIL %s %s %s count %zu inplace %d: async error %d: %s\n", check::collectiveName(coll),
+                            check::typeName(type), check::opName(op), count, inPlace, async, ncclGetLastError(nullptr));
+                return 1;
+              }
+              if (inPlace) {
+                dOne->download(oneBuf.data(), oneBytes);
+              } else {
+                dRecv->download(recvBuf.data(), recvBytes);
+              }
+            }
+            check::CheckResult res = check::check(spec, gRank, hostOut);
             if (res.wrong) {
               ++failures;
               std::printf("WRONG %s %s %s count %zu inplace %d root %d: %zu of %zu wrong; first: %s\n",
@@ -284,9 +452,50 @@ int scenarioCollectives(const std::vector<size_t>& counts, bool allTypes) {
     }
   }
   EXPECT_OK(ncclCommDestroy(comm));
-  std::printf("%zu runs, %zu wrong\n", runs, failures);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::printf("%zu runs, %zu wrong (%s memory, %.1f s)\n", runs, failures, gpu::enabled ? "device" : "host", secs);
   if (failures == 0) std::printf("OK\n");
   return failures ? 1 : 0;
+}
+
+// Device memory: rank 0 enqueues an all-reduce that rank 1 never joins, waits 0.5 s and calls
+// ncclCommAbort, which must return within 1 s; the stream must then drain within 5 s. The
+// other ranks never call the collective and abort later.
+int scenarioAbort() {
+  if (!gpu::enabled) {
+    std::printf("FAIL abort needs --memory device\n");
+    return 1;
+  }
+  ncclComm_t comm = initComm();
+  using Clock = std::chrono::steady_clock;
+  if (gRank == 0) {
+    size_t count = 1 << 20;
+    gpu::Buffer in(count * sizeof(float)), out(count * sizeof(float));
+    EXPECT_OK(ncclAllReduce(in.get(), out.get(), count, ncclFloat32, ncclSum, comm, static_cast<cudaStream_t>(gpu::stream)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    gpu::CUresult pending = gpu::api.streamQuery(gpu::stream);
+    std::printf("stream before abort: %s\n", pending == 0 ? "idle (the collective did not wait?)" : "busy");
+    auto t0 = Clock::now();
+    ncclResult_t rc = ncclCommAbort(comm);
+    double abortSecs = std::chrono::duration<double>(Clock::now() - t0).count();
+    std::printf("ncclCommAbort returned %d after %.3f s\n", rc, abortSecs);
+    EXPECT_TRUE(rc == ncclSuccess);
+    EXPECT_TRUE(abortSecs < 1.0);
+    auto t1 = Clock::now();
+    gpu::CUresult q = 600;  // cudaErrorNotReady / CUDA_ERROR_NOT_READY
+    while ((q = gpu::api.streamQuery(gpu::stream)) == 600 && Clock::now() - t1 < std::chrono::seconds(5))
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    double drainSecs = std::chrono::duration<double>(Clock::now() - t1).count();
+    std::printf("stream after abort: %s (%d %s) after %.3f s\n", q == 600 ? "STILL BUSY" : "drained", q,
+                q == 0 ? "ok" : gpu::errorText(q), drainSecs);
+    EXPECT_TRUE(q != 600);
+    std::printf("SUMMARY abort %.3fs drain %.3fs\n", abortSecs, drainSecs);
+  } else {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+    EXPECT_OK(ncclCommAbort(comm));
+  }
+  std::printf("OK\n");
+  return 0;
 }
 
 std::vector<size_t> parseCounts(const char* text) {
@@ -312,6 +521,21 @@ int main(int argc, char** argv) {
   gN = env.nRanks;
   gId = env.uniqueId;
   std::string s = argv[1];
+  // Options after the scenario: --memory host|device, --big COUNTS (float32/int64 only, for
+  // `collectives`); the remaining words are the scenario's positional arguments.
+  std::vector<std::string> pos;
+  std::string memory = "host", big;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--memory" && i + 1 < argc) memory = argv[++i];
+    else if (a == "--big" && i + 1 < argc) big = argv[++i];
+    else pos.push_back(a);
+  }
+  if (memory != "host" && memory != "device") {
+    std::fprintf(stderr, "mp_rank: --memory wants host or device, got %s\n", memory.c_str());
+    return 2;
+  }
+  if (memory == "device") gpu::start(gRank);
   if (s == "init") return scenarioInit();
   if (s == "nonblocking") return scenarioNonBlocking();
   if (s == "split") return scenarioSplit();
@@ -319,7 +543,15 @@ int main(int argc, char** argv) {
   if (s == "die-early") return scenarioDieEarly();
   if (s == "mismatch") return scenarioMismatch();
   if (s == "unmatched-send") return scenarioUnmatchedSend();
-  if (s == "collectives") return scenarioCollectives(parseCounts(argc > 2 ? argv[2] : "0,1,7"), argc > 3 && !std::strcmp(argv[3], "all"));
+  if (s == "abort") return scenarioAbort();
+  if (s == "collectives") {
+    std::vector<CountSet> sets;
+    bool all = pos.size() > 1 && pos[1] == "all";
+    for (size_t c : parseCounts(pos.empty() ? "0,1,7" : pos[0].c_str())) sets.push_back({c, all});
+    if (!big.empty())
+      for (size_t c : parseCounts(big.c_str())) sets.push_back({c, false});
+    return scenarioCollectives(sets);
+  }
   std::fprintf(stderr, "mp_rank: unknown scenario %s\n", s.c_str());
   return 2;
 }

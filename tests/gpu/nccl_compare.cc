@@ -1,0 +1,472 @@
+// braid against the real NCCL, one rank each, in one process (issue 4: comparison and the
+// 1-rank measurements). Both libraries are dlopen'ed by absolute path with RTLD_LOCAL and every
+// entry point is looked up in its own handle, so neither can bind to the other (both answer to
+// the soname libnccl.so.2). This program links no NCCL.
+//
+//   gpu_nccl_compare --braid /abs/libbraid.so --nccl /abs/libnccl.so.2 [--quick] [--no-bench]
+//
+// 1. GPU memory added by one communicator up to the end of its first all-reduce.
+// 2. Every collective, type and op, in and out of place, counts 0 1 7 4097 (all types) and
+//    1000003 (fp32, int64, fp16, bf16): braid's output against NCCL's, bit for bit (with one
+//    rank everything is a copy or a one-element reduction; NaN equals NaN), and both against
+//    braid_check's float64 reference.
+// 3. All-reduce (fp32 sum, out of place) 8 B .. 1 GB, time from CUDA events, median of 20.
+// 4. Host CPU time per ncclAllReduce call: 10,000 8-byte calls, no graph.
+// Lines starting with SUMMARY are for tests/gpu/run.sh. Exit status: 0 when braid matched NCCL
+// everywhere NCCL ran, 1 on a difference or a braid failure, 77 without a GPU.
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "nccl.h"
+#include "tests/common/reference.h"
+
+namespace {
+
+using namespace braid;
+
+#define CUDA_OK(call)                                                                                    \
+  do {                                                                                                   \
+    cudaError_t e_ = (call);                                                                             \
+    if (e_ != cudaSuccess) {                                                                             \
+      std::printf("FAIL %s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));             \
+      std::exit(1);                                                                                      \
+    }                                                                                                    \
+  } while (0)
+
+struct Lib {
+  std::string name, path;
+  void* handle = nullptr;
+  ncclComm_t comm = nullptr;
+  ncclResult_t (*getVersion)(int*);
+  const char* (*getErrorString)(ncclResult_t);
+  const char* (*getLastError)(ncclComm_t);
+  ncclResult_t (*getUniqueId)(ncclUniqueId*);
+  ncclResult_t (*commInitRank)(ncclComm_t*, int, ncclUniqueId, int);
+  ncclResult_t (*commDestroy)(ncclComm_t);
+  ncclResult_t (*groupStart)();
+  ncclResult_t (*groupEnd)();
+  ncclResult_t (*allReduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
+  ncclResult_t (*allGather)(const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
+  ncclResult_t (*reduceScatter)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
+  ncclResult_t (*broadcast)(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+  ncclResult_t (*reduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t, cudaStream_t);
+  ncclResult_t (*alltoAll)(const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
+  ncclResult_t (*gather)(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+  ncclResult_t (*scatter)(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+  ncclResult_t (*send)(const void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+  ncclResult_t (*recv)(void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+  ncclResult_t (*redOpCreatePreMulSum)(ncclRedOp_t*, void*, ncclDataType_t, ncclScalarResidence_t, ncclComm_t);
+  ncclResult_t (*redOpDestroy)(ncclRedOp_t, ncclComm_t);
+
+  template <typename F>
+  void bind(F* out, const char* sym) {
+    *out = reinterpret_cast<F>(dlsym(handle, sym));
+    if (!*out) {
+      std::printf("FAIL %s (%s) lacks %s\n", name.c_str(), path.c_str(), sym);
+      std::exit(1);
+    }
+  }
+  void open() {
+    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      std::printf("FAIL dlopen %s: %s\n", path.c_str(), dlerror());
+      std::exit(1);
+    }
+    bind(&getVersion, "ncclGetVersion");
+    bind(&getErrorString, "ncclGetErrorString");
+    bind(&getLastError, "ncclGetLastError");
+    bind(&getUniqueId, "ncclGetUniqueId");
+    bind(&commInitRank, "ncclCommInitRank");
+    bind(&commDestroy, "ncclCommDestroy");
+    bind(&groupStart, "ncclGroupStart");
+    bind(&groupEnd, "ncclGroupEnd");
+    bind(&allReduce, "ncclAllReduce");
+    bind(&allGather, "ncclAllGather");
+    bind(&reduceScatter, "ncclReduceScatter");
+    bind(&broadcast, "ncclBroadcast");
+    bind(&reduce, "ncclReduce");
+    bind(&alltoAll, "ncclAlltoAll");
+    bind(&gather, "ncclGather");
+    bind(&scatter, "ncclScatter");
+    bind(&send, "ncclSend");
+    bind(&recv, "ncclRecv");
+    bind(&redOpCreatePreMulSum, "ncclRedOpCreatePreMulSum");
+    bind(&redOpDestroy, "ncclRedOpDestroy");
+    Dl_info info{};
+    dladdr(reinterpret_cast<void*>(allReduce), &info);
+    int version = 0;
+    getVersion(&version);
+    std::printf("%-5s %s: ncclGetVersion %d, ncclAllReduce from %s\n", name.c_str(), path.c_str(), version,
+                info.dli_fname ? info.dli_fname : "?");
+  }
+  const char* lastError() { return getLastError(comm); }
+};
+
+struct Buffers {
+  char* send = nullptr;
+  char* recv = nullptr;
+  size_t bytes = 0;
+};
+
+ncclRedOp_t builtinOp(check::ReduceOp op) {
+  switch (op) {
+    case check::ReduceOp::Prod: return ncclProd;
+    case check::ReduceOp::Max: return ncclMax;
+    case check::ReduceOp::Min: return ncclMin;
+    case check::ReduceOp::Avg: return ncclAvg;
+    default: return ncclSum;
+  }
+}
+
+// Runs one collective on 1 rank; *out gets the recv region (bufferCounts().recv elements).
+ncclResult_t runOne(Lib& lib, const check::CheckSpec& spec, bool inPlace, const std::vector<char>& input,
+                    Buffers& b, cudaStream_t stream, std::vector<char>* out) {
+  auto bc = check::bufferCounts(spec.coll, spec.count, 1);
+  size_t es = check::typeSize(spec.type);
+  CUDA_OK(cudaMemsetAsync(b.send, 0x33, b.bytes, stream));
+  CUDA_OK(cudaMemsetAsync(b.recv, 0x5a, b.bytes, stream));
+  char* in = b.send;
+  char* dst = b.recv;
+  if (inPlace) {
+    in = b.recv + check::inPlaceInputOffset(spec.coll, spec.count, 0) * es;
+    dst = b.recv + check::inPlaceOutputOffset(spec.coll, spec.count, 0) * es;
+  }
+  if (!input.empty()) CUDA_OK(cudaMemcpyAsync(in, input.data(), input.size(), cudaMemcpyHostToDevice, stream));
+  ncclRedOp_t op = builtinOp(spec.op);
+  if (spec.op == check::ReduceOp::PreMulSum) {
+    unsigned char scalar[8] = {};
+    check::storeValue(spec.type, spec.preMulScalar, scalar);
+    ncclResult_t rc = lib.redOpCreatePreMulSum(&op, scalar, spec.type, ncclScalarHostImmediate, lib.comm);
+    if (rc != ncclSuccess) return rc;
+  }
+  size_t n = spec.count;
+  ncclResult_t rc = ncclSuccess;
+  switch (spec.coll) {
+    case check::Collective::AllReduce: rc = lib.allReduce(in, dst, n, spec.type, op, lib.comm, stream); break;
+    case check::Collective::AllGather: rc = lib.allGather(in, dst, n, spec.type, lib.comm, stream); break;
+    case check::Collective::ReduceScatter: rc = lib.reduceScatter(in, dst, n, spec.type, op, lib.comm, stream); break;
+    case check::Collective::Broadcast: rc = lib.broadcast(in, dst, n, spec.type, 0, lib.comm, stream); break;
+    case check::Collective::Reduce: rc = lib.reduce(in, dst, n, spec.type, op, 0, lib.comm, stream); break;
+    case check::Collective::AlltoAll: rc = lib.alltoAll(in, dst, n, spec.type, lib.comm, stream); break;
+    case check::Collective::Gather: rc = lib.gather(in, dst, n, spec.type, 0, lib.comm, stream); break;
+    case check::Collective::Scatter: rc = lib.scatter(in, dst, n, spec.type, 0, lib.comm, stream); break;
+    case check::Collective::SendRecv: {
+      ncclResult_t a = lib.groupStart();
+      ncclResult_t s = lib.send(in, n, spec.type, 0, lib.comm, stream);
+      ncclResult_t r = lib.recv(dst, n, spec.type, 0, lib.comm, stream);
+      ncclResult_t e = lib.groupEnd();
+      rc = a != ncclSuccess ? a : s != ncclSuccess ? s : r != ncclSuccess ? r : e;
+      break;
+    }
+  }
+  if (spec.op == check::ReduceOp::PreMulSum) lib.redOpDestroy(op, lib.comm);
+  if (rc != ncclSuccess) {
+    cudaStreamSynchronize(stream);
+    return rc;
+  }
+  out->assign(bc.recv * es, 0);
+  if (!out->empty()) CUDA_OK(cudaMemcpyAsync(out->data(), dst, out->size(), cudaMemcpyDeviceToHost, stream));
+  CUDA_OK(cudaStreamSynchronize(stream));
+  return ncclSuccess;
+}
+
+bool isFloat(ncclDataType_t t) {
+  return t == ncclFloat16 || t == ncclFloat32 || t == ncclFloat64 || t == ncclBfloat16 || t == ncclFloat8e4m3 ||
+         t == ncclFloat8e5m2;
+}
+
+bool isNan(ncclDataType_t t, const unsigned char* p) {
+  switch (t) {
+    case ncclFloat32: { float v; std::memcpy(&v, p, 4); return std::isnan(v); }
+    case ncclFloat64: { double v; std::memcpy(&v, p, 8); return std::isnan(v); }
+    case ncclFloat16: { uint16_t v; std::memcpy(&v, p, 2); return (v & 0x7c00) == 0x7c00 && (v & 0x3ff); }
+    case ncclBfloat16: { uint16_t v; std::memcpy(&v, p, 2); return (v & 0x7f80) == 0x7f80 && (v & 0x7f); }
+    case ncclFloat8e4m3: return (p[0] & 0x7f) == 0x7f;
+    case ncclFloat8e5m2: return (p[0] & 0x7c) == 0x7c && (p[0] & 3);
+    default: return false;
+  }
+}
+
+// Elements that differ bit for bit (NaN equal to NaN); *first describes the first.
+size_t differing(ncclDataType_t t, const std::vector<char>& a, const std::vector<char>& b, std::string* first) {
+  size_t es = check::typeSize(t), n = std::min(a.size(), b.size()) / es, bad = 0;
+  if (a.size() != b.size()) ++bad;
+  for (size_t i = 0; i < n; ++i) {
+    auto pa = reinterpret_cast<const unsigned char*>(a.data()) + i * es;
+    auto pb = reinterpret_cast<const unsigned char*>(b.data()) + i * es;
+    if (std::memcmp(pa, pb, es) == 0) continue;
+    if (isFloat(t) && isNan(t, pa) && isNan(t, pb)) continue;
+    if (bad++ == 0) {
+      char text[160];
+      unsigned long long va = 0, vb = 0;
+      std::memcpy(&va, pa, es);
+      std::memcpy(&vb, pb, es);
+      std::snprintf(text, sizeof text, "element %zu: braid 0x%llx nccl 0x%llx", i, va, vb);
+      *first = text;
+    }
+  }
+  return bad;
+}
+
+struct CompareTotals {
+  size_t runs = 0, differ = 0, braidErrors = 0, ncclRefused = 0, braidRefWrong = 0, ncclRefWrong = 0;
+};
+
+void compareAll(Lib& braidLib, Lib& ncclLib, Buffers& b, cudaStream_t stream, bool quick, CompareTotals* t) {
+  struct Set {
+    size_t count;
+    bool allTypes;
+  };
+  std::vector<Set> sets = {{0, true}, {1, true}, {7, true}, {4097, true}};
+  if (!quick) sets.push_back({1000003, false});
+  uint64_t seed = 100;
+  for (const Set& set : sets) {
+    std::vector<ncclDataType_t> types(std::begin(check::kAllTypes), std::end(check::kAllTypes));
+    if (!set.allTypes) types = {ncclFloat32, ncclInt64, ncclFloat16, ncclBfloat16};
+    for (check::Collective coll : check::kAllCollectives) {
+      std::vector<check::ReduceOp> ops = {check::ReduceOp::None};
+      if (check::isReduction(coll)) ops.assign(std::begin(check::kAllReduceOps), std::end(check::kAllReduceOps));
+      for (ncclDataType_t type : types)
+        for (check::ReduceOp op : ops)
+          for (int inPlace = 0; inPlace < 2; ++inPlace) {
+            if (coll == check::Collective::SendRecv && inPlace) continue;
+            check::CheckSpec spec;
+            spec.coll = coll;
+            spec.type = type;
+            spec.op = op;
+            spec.preMulScalar = 2.0;
+            spec.nRanks = 1;
+            spec.count = set.count;
+            spec.seed = ++seed;
+            auto bc = check::bufferCounts(coll, set.count, 1);
+            std::vector<char> input(bc.send * check::typeSize(type));
+            check::fillInput(spec, 0, input.data());
+            std::vector<char> outB, outN;
+            char what[160];
+            std::snprintf(what, sizeof what, "%s %s %s count %zu %s", check::collectiveName(coll), check::typeName(type),
+                          check::opName(op), set.count, inPlace ? "in-place" : "out-of-place");
+            ++t->runs;
+            ncclResult_t rn = runOne(ncclLib, spec, inPlace, input, b, stream, &outN);
+            ncclResult_t rb = runOne(braidLib, spec, inPlace, input, b, stream, &outB);
+            if (rb != ncclSuccess) {
+              ++t->braidErrors;
+              std::printf("BRAID-ERROR %s: %d %s (nccl: %d)\n", what, rb, braidLib.lastError(), rn);
+              continue;
+            }
+            if (!outB.empty() && check::check(spec, 0, outB.data()).wrong) {
+              ++t->braidRefWrong;
+              std::printf("BRAID-REF-WRONG %s: %s\n", what, check::check(spec, 0, outB.data()).firstMismatch.c_str());
+            }
+            if (rn != ncclSuccess) {
+              if (t->ncclRefused++ < 5) std::printf("nccl refused %s: %d %s\n", what, rn, ncclLib.lastError());
+              continue;
+            }
+            if (!outN.empty() && check::check(spec, 0, outN.data()).wrong) ++t->ncclRefWrong;
+            std::string first;
+            if (size_t d = differing(type, outB, outN, &first)) {
+              if (t->differ++ < 40) std::printf("DIFFER %s: %zu elements; first %s\n", what, d, first.c_str());
+            }
+          }
+    }
+  }
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Median GPU time (us) of one fp32 sum all-reduce of `bytes`.
+double timeAllReduce(Lib& lib, Buffers& b, size_t bytes, cudaStream_t stream, int iters, bool* failed) {
+  size_t count = bytes / 4;
+  cudaEvent_t e0, e1;
+  CUDA_OK(cudaEventCreate(&e0));
+  CUDA_OK(cudaEventCreate(&e1));
+  std::vector<double> us;
+  for (int i = -3; i < iters; ++i) {
+    CUDA_OK(cudaEventRecord(e0, stream));
+    ncclResult_t rc = lib.allReduce(b.send, b.recv, count, ncclFloat32, ncclSum, lib.comm, stream);
+    CUDA_OK(cudaEventRecord(e1, stream));
+    CUDA_OK(cudaEventSynchronize(e1));
+    if (rc != ncclSuccess) {
+      std::printf("%s all-reduce of %zu B failed: %d %s\n", lib.name.c_str(), bytes, rc, lib.lastError());
+      *failed = true;
+      break;
+    }
+    float ms = 0;
+    CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+    if (i >= 0) us.push_back(ms * 1000.0);
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  return median(us);
+}
+
+double cpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+// Host CPU and wall time per call (us) over `calls` 8-byte all-reduces, no synchronisation inside.
+void cpuPerCall(Lib& lib, Buffers& b, cudaStream_t stream, int calls, double* cpuUs, double* wallUs) {
+  for (int i = 0; i < 200; ++i) lib.allReduce(b.send, b.recv, 2, ncclFloat32, ncclSum, lib.comm, stream);
+  CUDA_OK(cudaStreamSynchronize(stream));
+  double c0 = cpuSeconds();
+  auto w0 = std::chrono::steady_clock::now();
+  int bad = 0;
+  for (int i = 0; i < calls; ++i) bad += lib.allReduce(b.send, b.recv, 2, ncclFloat32, ncclSum, lib.comm, stream) != ncclSuccess;
+  double c1 = cpuSeconds();
+  auto w1 = std::chrono::steady_clock::now();
+  CUDA_OK(cudaStreamSynchronize(stream));
+  if (bad) std::printf("%s: %d of %d calls failed\n", lib.name.c_str(), bad, calls);
+  *cpuUs = (c1 - c0) * 1e6 / calls;
+  *wallUs = std::chrono::duration<double>(w1 - w0).count() * 1e6 / calls;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+  Lib braidLib, ncclLib;
+  braidLib.name = "braid";
+  ncclLib.name = "nccl";
+  bool quick = false, bench = true;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--braid" && i + 1 < argc) braidLib.path = argv[++i];
+    else if (a == "--nccl" && i + 1 < argc) ncclLib.path = argv[++i];
+    else if (a == "--quick") quick = true;
+    else if (a == "--no-bench") bench = false;
+    else {
+      std::fprintf(stderr, "usage: %s --braid /abs/libbraid.so --nccl /abs/libnccl.so.2 [--quick] [--no-bench]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (braidLib.path.empty() || ncclLib.path.empty() || braidLib.path[0] != '/' || ncclLib.path[0] != '/') {
+    std::fprintf(stderr, "gpu_nccl_compare: --braid and --nccl want absolute paths\n");
+    return 2;
+  }
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("SKIP no CUDA device\n");
+    return 77;
+  }
+  CUDA_OK(cudaSetDevice(0));
+  CUDA_OK(cudaFree(nullptr));
+  braidLib.open();
+  ncclLib.open();
+  if (braidLib.handle == ncclLib.handle) {
+    std::printf("FAIL both paths gave the same library handle\n");
+    return 1;
+  }
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  Buffers small;
+  small.bytes = 256;
+  CUDA_OK(cudaMalloc(&small.send, small.bytes));
+  CUDA_OK(cudaMalloc(&small.recv, small.bytes));
+  CUDA_OK(cudaMemset(small.send, 0, small.bytes));
+
+  // 1. Communicator memory: init + first all-reduce, braid first, then NCCL.
+  double memMiB[2] = {0, 0}, initMs[2] = {0, 0};
+  Lib* libs[2] = {&braidLib, &ncclLib};
+  for (int l = 0; l < 2; ++l) {
+    Lib& lib = *libs[l];
+    CUDA_OK(cudaDeviceSynchronize());
+    size_t free0 = 0, free1 = 0, total = 0;
+    CUDA_OK(cudaMemGetInfo(&free0, &total));
+    auto t0 = std::chrono::steady_clock::now();
+    ncclUniqueId id;
+    ncclResult_t rc = lib.getUniqueId(&id);
+    if (rc == ncclSuccess) rc = lib.commInitRank(&lib.comm, 1, id, 0);
+    initMs[l] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (rc != ncclSuccess) {
+      std::printf("FAIL %s init: %d %s %s\n", lib.name.c_str(), rc, lib.getErrorString(rc), lib.getLastError(nullptr));
+      return 1;
+    }
+    rc = lib.allReduce(small.send, small.recv, 2, ncclFloat32, ncclSum, lib.comm, stream);
+    CUDA_OK(cudaStreamSynchronize(stream));
+    CUDA_OK(cudaMemGetInfo(&free1, &total));
+    if (rc != ncclSuccess) {
+      std::printf("FAIL %s first all-reduce: %d %s\n", lib.name.c_str(), rc, lib.lastError());
+      return 1;
+    }
+    memMiB[l] = (double(free0) - double(free1)) / (1 << 20);
+    std::printf("%-5s init %.1f ms, GPU memory added by init + first all-reduce: %.1f MiB\n", lib.name.c_str(),
+                initMs[l], memMiB[l]);
+  }
+
+  // 2. Correctness against NCCL.
+  Buffers cmp;
+  cmp.bytes = 1000003 * 8 + 4096;
+  CUDA_OK(cudaMalloc(&cmp.send, cmp.bytes));
+  CUDA_OK(cudaMalloc(&cmp.recv, cmp.bytes));
+  CompareTotals t;
+  auto c0 = std::chrono::steady_clock::now();
+  compareAll(braidLib, ncclLib, cmp, stream, quick, &t);
+  double cmpSecs = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+  CUDA_OK(cudaFree(cmp.send));
+  CUDA_OK(cudaFree(cmp.recv));
+  std::printf("compare: %zu runs in %.1f s: %zu differ, %zu braid errors, %zu refused by nccl, reference misses: braid %zu nccl %zu\n",
+              t.runs, cmpSecs, t.differ, t.braidErrors, t.ncclRefused, t.braidRefWrong, t.ncclRefWrong);
+  std::printf("SUMMARY vs-nccl %zu runs: %zu differ, %zu braid err, %zu nccl-refused, ref-miss braid %zu nccl %zu\n", t.runs,
+              t.differ, t.braidErrors, t.ncclRefused, t.braidRefWrong, t.ncclRefWrong);
+
+  bool benchFailed = false;
+  if (bench) {
+    // 3. Latency / bandwidth, 8 B .. 1 GB (x4 steps, then 1 GB).
+    std::vector<size_t> sizes;
+    size_t maxBytes = quick ? (size_t(64) << 20) : (size_t(1) << 30);
+    for (size_t s = 8; s <= maxBytes; s *= 4) sizes.push_back(s);
+    if (sizes.back() != maxBytes) sizes.push_back(maxBytes);
+    Buffers big;
+    big.bytes = maxBytes;
+    CUDA_OK(cudaMalloc(&big.send, big.bytes));
+    CUDA_OK(cudaMalloc(&big.recv, big.bytes));
+    CUDA_OK(cudaMemset(big.send, 0, big.bytes));
+    std::printf("\n1-rank all-reduce, fp32 sum, out of place; GPU time (CUDA events), median of 20 after 3 warm-up\n");
+    std::printf("%12s %11s %11s %10s %10s %8s\n", "bytes", "braid_us", "nccl_us", "braid_GB/s", "nccl_GB/s", "b/n_time");
+    double lat8[2] = {0, 0}, bw1g[2] = {0, 0};
+    for (size_t s : sizes) {
+      double ub = timeAllReduce(braidLib, big, s, stream, 20, &benchFailed);
+      double un = timeAllReduce(ncclLib, big, s, stream, 20, &benchFailed);
+      std::printf("%12zu %11.2f %11.2f %10.2f %10.2f %8.2f\n", s, ub, un, ub > 0 ? s / ub / 1e3 : 0, un > 0 ? s / un / 1e3 : 0,
+                  un > 0 ? ub / un : 0);
+      if (s == 8) lat8[0] = ub, lat8[1] = un;
+      if (s == sizes.back()) bw1g[0] = s / ub / 1e3, bw1g[1] = s / un / 1e3;
+    }
+    CUDA_OK(cudaFree(big.send));
+    CUDA_OK(cudaFree(big.recv));
+    // 4. Host CPU per call.
+    double cpu[2], wall[2];
+    for (int l = 0; l < 2; ++l) cpuPerCall(*libs[l], small, stream, 10000, &cpu[l], &wall[l]);
+    std::printf("\nhost time per ncclAllReduce call (10000 calls of 8 B, no graph): braid cpu %.2f us wall %.2f us | nccl cpu %.2f us wall %.2f us\n",
+                cpu[0], wall[0], cpu[1], wall[1]);
+    std::printf("SUMMARY 8B: braid %.1f us nccl %.1f us; %zuMB: braid %.0f GB/s nccl %.0f GB/s\n", lat8[0], lat8[1],
+                sizes.back() >> 20, bw1g[0], bw1g[1]);
+    std::printf("SUMMARY cpu/call: braid %.2f us nccl %.2f us; comm mem: braid %.1f MiB nccl %.1f MiB\n", cpu[0], cpu[1],
+                memMiB[0], memMiB[1]);
+  } else {
+    std::printf("SUMMARY comm mem: braid %.1f MiB nccl %.1f MiB\n", memMiB[0], memMiB[1]);
+  }
+  for (Lib* lib : libs)
+    if (ncclResult_t rc = lib->commDestroy(lib->comm); rc != ncclSuccess)
+      std::printf("%s ncclCommDestroy: %d %s\n", lib->name.c_str(), rc, lib->getLastError(nullptr));
+  cudaFree(small.send);
+  cudaFree(small.recv);
+  cudaStreamDestroy(stream);
+  bool ok = t.differ == 0 && t.braidErrors == 0 && t.braidRefWrong == 0 && !benchFailed;
+  std::printf("%s\n", ok ? "OK" : "FAILED");
+  return ok ? 0 : 1;
+}
