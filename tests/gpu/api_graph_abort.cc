@@ -166,6 +166,30 @@ int abortTest() {
   CUDA_OK(cudaMalloc(&in, kCount * sizeof(float)));
   CUDA_OK(cudaMalloc(&out, kCount * sizeof(float)));
   CUDA_OK(cudaMemset(in, 0, kCount * sizeof(float)));
+  // Both ranks run the same all-reduce once first (two threads): braid connects a peer on first
+  // use, on the host and together with the peer, so only a warmed-up collective reaches the GPU.
+  std::thread warm([&] {
+    CUDA_OK(cudaSetDevice(0));
+    cudaStream_t s1;
+    float *a = nullptr, *b = nullptr;
+    CUDA_OK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+    CUDA_OK(cudaMalloc(&a, kCount * sizeof(float)));
+    CUDA_OK(cudaMalloc(&b, kCount * sizeof(float)));
+    NCCL_OK(ncclAllReduce(a, b, kCount, ncclFloat32, ncclSum, comms[1], s1));
+    double took = 0;
+    if (drain(s1, 20, &took) != cudaSuccess) std::printf("FAIL rank 1 warm-up did not finish\n");
+    CUDA_OK(cudaFree(a));
+    CUDA_OK(cudaFree(b));
+    CUDA_OK(cudaStreamDestroy(s1));
+  });
+  NCCL_OK(ncclAllReduce(in, out, kCount, ncclFloat32, ncclSum, comms[0], stream));
+  warm.join();
+  double warmSecs = 0;
+  if (drain(stream, 20, &warmSecs) != cudaSuccess) {
+    std::printf("FAIL rank 0 warm-up did not finish\n");
+    std::fflush(stdout);
+    std::_Exit(1);
+  }
   // Rank 0 alone: rank 1 (comms[1]) never calls the collective.
   NCCL_OK(ncclAllReduce(in, out, kCount, ncclFloat32, ncclSum, comms[0], stream));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -211,5 +235,6 @@ int main(int argc, char** argv) {
   if (only.empty() || only == "abort") rc |= abortTest();
   std::printf("%s\n", rc ? "FAILED" : "OK");
   std::fflush(stdout);
+  if (rc) std::_Exit(rc);  // a kernel may still spin: do not wait for it at exit
   return rc;
 }

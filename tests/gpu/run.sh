@@ -44,7 +44,7 @@ if [ "${1:-}" = "--part" ]; then
         *) rc_all=1; echo "SUMMARY abort FAIL(rc=$rc)" ;;
       esac
       for n in 1 2 4 8; do
-        case $n in 1) t=25 ;; 2) t=35 ;; 4) t=45 ;; *) t=70 ;; esac
+        case $n in 1) t=25 ;; 2) t=35 ;; 4) t=50 ;; *) t=100 ;; esac  # np=8 gets what is left
         [ "$(left)" -lt "$t" ] && t=$(left)
         if [ -n "$skip_rest" ] || [ "$t" -lt 10 ]; then
           echo "SUMMARY np=$n not run (${skip_rest:-no time left})"; rc_all=1; continue

@@ -458,9 +458,9 @@ int scenarioCollectives(const std::vector<CountSet>& sets) {
   return failures ? 1 : 0;
 }
 
-// Device memory: rank 0 enqueues an all-reduce that rank 1 never joins, waits 0.5 s and calls
-// ncclCommAbort, which must return within 1 s; the stream must then drain within 5 s. The
-// other ranks never call the collective and abort later.
+// Device memory: after a warm-up all-reduce by all, rank 0 enqueues one that rank 1 never
+// joins, waits 0.5 s and calls ncclCommAbort, which must return within 1 s; the stream must
+// then drain within 5 s. The other ranks never call the second collective and abort later.
 int scenarioAbort() {
   if (!gpu::enabled) {
     std::printf("FAIL abort needs --memory device\n");
@@ -468,9 +468,13 @@ int scenarioAbort() {
   }
   ncclComm_t comm = initComm();
   using Clock = std::chrono::steady_clock;
+  size_t count = 1 << 20;
+  gpu::Buffer in(count * sizeof(float)), out(count * sizeof(float));
+  // Everyone runs the same all-reduce once: braid connects peers on first use, on the host and
+  // together with them, so only a warmed-up collective reaches the GPU and waits there.
+  EXPECT_OK(ncclAllReduce(in.get(), out.get(), count, ncclFloat32, ncclSum, comm, static_cast<cudaStream_t>(gpu::stream)));
+  CU_OK(gpu::api.streamSynchronize(gpu::stream));
   if (gRank == 0) {
-    size_t count = 1 << 20;
-    gpu::Buffer in(count * sizeof(float)), out(count * sizeof(float));
     EXPECT_OK(ncclAllReduce(in.get(), out.get(), count, ncclFloat32, ncclSum, comm, static_cast<cudaStream_t>(gpu::stream)));
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     gpu::CUresult pending = gpu::api.streamQuery(gpu::stream);
