@@ -6,12 +6,13 @@
 //   gpu_nccl_compare --braid /abs/libbraid.so --nccl /abs/libnccl.so.2 [--quick] [--no-bench]
 //
 // 1. GPU memory added by one communicator up to the end of its first all-reduce.
-// 2. Every collective, type and op, in and out of place, counts 0 1 7 4097 (all types) and
+// 2. All-reduce (fp32 sum, out of place) 8 B .. 1 GB, time from CUDA events, median of 20.
+// 3. Host CPU time per ncclAllReduce call: 10,000 8-byte calls, no graph.
+// 4. Every collective, type and op, in and out of place, counts 0 1 7 4097 (all types) and
 //    1000003 (fp32, int64, fp16, bf16): braid's output against NCCL's, bit for bit (with one
 //    rank everything is a copy or a one-element reduction; NaN equals NaN), and both against
 //    braid_check's float64 reference.
-// 3. All-reduce (fp32 sum, out of place) 8 B .. 1 GB, time from CUDA events, median of 20.
-// 4. Host CPU time per ncclAllReduce call: 10,000 8-byte calls, no graph.
+// Every wait is bounded (15 s): a hang ends the program with "HANG <what>", exit status 3.
 // Lines starting with SUMMARY are for tests/gpu/run.sh. Exit status: 0 when braid matched NCCL
 // everywhere NCCL ran, 1 on a difference or a braid failure, 77 without a GPU.
 #include <cuda_runtime.h>
@@ -25,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "nccl.h"
@@ -42,6 +44,26 @@ using namespace braid;
       std::exit(1);                                                                                      \
     }                                                                                                    \
   } while (0)
+
+// Waits for the stream, at most `seconds`: a collective that never finishes ends the program
+// with a message instead of hanging the run.
+void waitStream(cudaStream_t stream, const char* what, double seconds = 15) {
+  auto t0 = std::chrono::steady_clock::now();
+  cudaError_t q;
+  while ((q = cudaStreamQuery(stream)) == cudaErrorNotReady) {
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > seconds) {
+      std::printf("HANG %s: not finished after %.0f s\n", what, seconds);
+      std::fflush(stdout);
+      std::_Exit(3);
+    }
+    std::this_thread::yield();
+  }
+  if (q != cudaSuccess) {
+    std::printf("FAIL %s: %s\n", what, cudaGetErrorString(q));
+    std::fflush(stdout);
+    std::_Exit(1);
+  }
+}
 
 struct Lib {
   std::string name, path;
@@ -130,7 +152,7 @@ ncclRedOp_t builtinOp(check::ReduceOp op) {
 
 // Runs one collective on 1 rank; *out gets the recv region (bufferCounts().recv elements).
 ncclResult_t runOne(Lib& lib, const check::CheckSpec& spec, bool inPlace, const std::vector<char>& input,
-                    Buffers& b, cudaStream_t stream, std::vector<char>* out) {
+                    Buffers& b, cudaStream_t stream, std::vector<char>* out, const char* what) {
   auto bc = check::bufferCounts(spec.coll, spec.count, 1);
   size_t es = check::typeSize(spec.type);
   CUDA_OK(cudaMemsetAsync(b.send, 0x33, b.bytes, stream));
@@ -170,13 +192,14 @@ ncclResult_t runOne(Lib& lib, const check::CheckSpec& spec, bool inPlace, const 
     }
   }
   if (spec.op == check::ReduceOp::PreMulSum) lib.redOpDestroy(op, lib.comm);
+  std::string label = lib.name + ": " + what;
   if (rc != ncclSuccess) {
-    cudaStreamSynchronize(stream);
+    waitStream(stream, label.c_str());
     return rc;
   }
+  waitStream(stream, label.c_str());
   out->assign(bc.recv * es, 0);
-  if (!out->empty()) CUDA_OK(cudaMemcpyAsync(out->data(), dst, out->size(), cudaMemcpyDeviceToHost, stream));
-  CUDA_OK(cudaStreamSynchronize(stream));
+  if (!out->empty()) CUDA_OK(cudaMemcpy(out->data(), dst, out->size(), cudaMemcpyDeviceToHost));
   return ncclSuccess;
 }
 
@@ -256,8 +279,8 @@ void compareAll(Lib& braidLib, Lib& ncclLib, Buffers& b, cudaStream_t stream, bo
             std::snprintf(what, sizeof what, "%s %s %s count %zu %s", check::collectiveName(coll), check::typeName(type),
                           check::opName(op), set.count, inPlace ? "in-place" : "out-of-place");
             ++t->runs;
-            ncclResult_t rn = runOne(ncclLib, spec, inPlace, input, b, stream, &outN);
-            ncclResult_t rb = runOne(braidLib, spec, inPlace, input, b, stream, &outB);
+            ncclResult_t rn = runOne(ncclLib, spec, inPlace, input, b, stream, &outN, what);
+            ncclResult_t rb = runOne(braidLib, spec, inPlace, input, b, stream, &outB, what);
             if (rb != ncclSuccess) {
               ++t->braidErrors;
               std::printf("BRAID-ERROR %s: %d %s (nccl: %d)\n", what, rb, braidLib.lastError(), rn);
@@ -297,7 +320,8 @@ double timeAllReduce(Lib& lib, Buffers& b, size_t bytes, cudaStream_t stream, in
     CUDA_OK(cudaEventRecord(e0, stream));
     ncclResult_t rc = lib.allReduce(b.send, b.recv, count, ncclFloat32, ncclSum, lib.comm, stream);
     CUDA_OK(cudaEventRecord(e1, stream));
-    CUDA_OK(cudaEventSynchronize(e1));
+    std::string label = lib.name + ": all-reduce of " + std::to_string(bytes) + " B";
+    waitStream(stream, label.c_str());
     if (rc != ncclSuccess) {
       std::printf("%s all-reduce of %zu B failed: %d %s\n", lib.name.c_str(), bytes, rc, lib.lastError());
       *failed = true;
@@ -321,14 +345,14 @@ double cpuSeconds() {
 // Host CPU and wall time per call (us) over `calls` 8-byte all-reduces, no synchronisation inside.
 void cpuPerCall(Lib& lib, Buffers& b, cudaStream_t stream, int calls, double* cpuUs, double* wallUs) {
   for (int i = 0; i < 200; ++i) lib.allReduce(b.send, b.recv, 2, ncclFloat32, ncclSum, lib.comm, stream);
-  CUDA_OK(cudaStreamSynchronize(stream));
+  waitStream(stream, (lib.name + ": 200 small all-reduces").c_str());
   double c0 = cpuSeconds();
   auto w0 = std::chrono::steady_clock::now();
   int bad = 0;
   for (int i = 0; i < calls; ++i) bad += lib.allReduce(b.send, b.recv, 2, ncclFloat32, ncclSum, lib.comm, stream) != ncclSuccess;
   double c1 = cpuSeconds();
   auto w1 = std::chrono::steady_clock::now();
-  CUDA_OK(cudaStreamSynchronize(stream));
+  waitStream(stream, (lib.name + ": 10000 small all-reduces").c_str(), 30);
   if (bad) std::printf("%s: %d of %d calls failed\n", lib.name.c_str(), bad, calls);
   *cpuUs = (c1 - c0) * 1e6 / calls;
   *wallUs = std::chrono::duration<double>(w1 - w0).count() * 1e6 / calls;
@@ -396,7 +420,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     rc = lib.allReduce(small.send, small.recv, 2, ncclFloat32, ncclSum, lib.comm, stream);
-    CUDA_OK(cudaStreamSynchronize(stream));
+    waitStream(stream, (lib.name + ": first all-reduce").c_str());
     CUDA_OK(cudaMemGetInfo(&free1, &total));
     if (rc != ncclSuccess) {
       std::printf("FAIL %s first all-reduce: %d %s\n", lib.name.c_str(), rc, lib.lastError());
@@ -407,25 +431,9 @@ int main(int argc, char** argv) {
                 initMs[l], memMiB[l]);
   }
 
-  // 2. Correctness against NCCL.
-  Buffers cmp;
-  cmp.bytes = 1000003 * 8 + 4096;
-  CUDA_OK(cudaMalloc(&cmp.send, cmp.bytes));
-  CUDA_OK(cudaMalloc(&cmp.recv, cmp.bytes));
-  CompareTotals t;
-  auto c0 = std::chrono::steady_clock::now();
-  compareAll(braidLib, ncclLib, cmp, stream, quick, &t);
-  double cmpSecs = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
-  CUDA_OK(cudaFree(cmp.send));
-  CUDA_OK(cudaFree(cmp.recv));
-  std::printf("compare: %zu runs in %.1f s: %zu differ, %zu braid errors, %zu refused by nccl, reference misses: braid %zu nccl %zu\n",
-              t.runs, cmpSecs, t.differ, t.braidErrors, t.ncclRefused, t.braidRefWrong, t.ncclRefWrong);
-  std::printf("SUMMARY vs-nccl %zu runs: %zu differ, %zu braid err, %zu nccl-refused, ref-miss braid %zu nccl %zu\n", t.runs,
-              t.differ, t.braidErrors, t.ncclRefused, t.braidRefWrong, t.ncclRefWrong);
-
   bool benchFailed = false;
   if (bench) {
-    // 3. Latency / bandwidth, 8 B .. 1 GB (x4 steps, then 1 GB).
+    // 2. Latency / bandwidth, 8 B .. 1 GB (x4 steps, then 1 GB).
     std::vector<size_t> sizes;
     size_t maxBytes = quick ? (size_t(64) << 20) : (size_t(1) << 30);
     for (size_t s = 8; s <= maxBytes; s *= 4) sizes.push_back(s);
@@ -448,7 +456,7 @@ int main(int argc, char** argv) {
     }
     CUDA_OK(cudaFree(big.send));
     CUDA_OK(cudaFree(big.recv));
-    // 4. Host CPU per call.
+    // 3. Host CPU per call.
     double cpu[2], wall[2];
     for (int l = 0; l < 2; ++l) cpuPerCall(*libs[l], small, stream, 10000, &cpu[l], &wall[l]);
     std::printf("\nhost time per ncclAllReduce call (10000 calls of 8 B, no graph): braid cpu %.2f us wall %.2f us | nccl cpu %.2f us wall %.2f us\n",
@@ -460,6 +468,22 @@ int main(int argc, char** argv) {
   } else {
     std::printf("SUMMARY comm mem: braid %.1f MiB nccl %.1f MiB\n", memMiB[0], memMiB[1]);
   }
+  // 4. Correctness against NCCL (last: the measurements come first in case a combination hangs).
+  Buffers cmp;
+  cmp.bytes = 1000003 * 8 + 4096;
+  CUDA_OK(cudaMalloc(&cmp.send, cmp.bytes));
+  CUDA_OK(cudaMalloc(&cmp.recv, cmp.bytes));
+  CompareTotals t;
+  auto c0 = std::chrono::steady_clock::now();
+  compareAll(braidLib, ncclLib, cmp, stream, quick, &t);
+  double cmpSecs = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+  CUDA_OK(cudaFree(cmp.send));
+  CUDA_OK(cudaFree(cmp.recv));
+  std::printf("compare: %zu runs in %.1f s: %zu differ, %zu braid errors, %zu refused by nccl, reference misses: braid %zu nccl %zu\n",
+              t.runs, cmpSecs, t.differ, t.braidErrors, t.ncclRefused, t.braidRefWrong, t.ncclRefWrong);
+  std::printf("SUMMARY vs-nccl %zu runs: %zu differ, %zu braid err, %zu nccl-refused, ref-miss braid %zu nccl %zu\n", t.runs,
+              t.differ, t.braidErrors, t.ncclRefused, t.braidRefWrong, t.ncclRefWrong);
+
   for (Lib* lib : libs)
     if (ncclResult_t rc = lib->commDestroy(lib->comm); rc != ncclSuccess)
       std::printf("%s ncclCommDestroy: %d %s\n", lib->name.c_str(), rc, lib->getLastError(nullptr));

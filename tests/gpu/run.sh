@@ -102,7 +102,7 @@ find_real_nccl() {
   for c in "${cands[@]}"; do
     [ -n "$c" ] && [ -f "$c" ] || continue
     c="$(readlink -f "$c")"
-    grep -qa 'braid' "$c" && continue   # braid itself (libnccl.so.2 is its soname too)
+    grep -qa 'BRAID_INIT_TIMEOUT' "$c" && continue   # braid itself (libnccl.so.2 is its soname too)
     echo "$c"; return 0
   done
   return 1
@@ -133,6 +133,7 @@ section() {  # section NAME LIMIT_S COMMAND...
   case $status in PASS|SKIP) ;; *) tail -30 "$log" ;; esac
   local notes
   notes="$(grep -E '^SUMMARY' "$log" | sed 's/^SUMMARY //' | paste -sd ';' - | cut -c1-230)"
+  [ -z "$notes" ] && [ "$status" = SKIP ] && notes="$(grep -m1 -iE 'skip' "$log" | cut -c1-150)"
   rows+=("$(printf '%-13s %-15s %5ss   %s' "$name" "$status" "$((SECONDS - t0))" "$notes")")
 }
 skip() { rows+=("$(printf '%-13s %-15s %6s   %s' "$1" "NOT-RUN" "-" "$2")"); }
@@ -153,11 +154,10 @@ if [ -n "$real_nccl" ]; then
 else
   skip nccl-compare "no real libnccl.so.2 found (set NCCL_REAL_LIB)"
 fi
-[ -f "$logs/nccl-compare.log" ] && sed -n '/^1-rank all-reduce/,/^host time/p' "$logs/nccl-compare.log"
 # 3. CUDA graph + 100 replays and abort through the API (2 ranks as threads on GPU 0).
 section api-graph "${LIMIT_API_GRAPH:-60}" "$build/tests/gpu/gpu_api_graph_abort"
 # 4. PyTorch drop-in with LD_PRELOAD=libbraid.so, 2 and 4 processes on GPU 0.
-if python3 -c 'import torch' >/dev/null 2>&1; then
+if python3 -c 'import importlib.util as u, sys; sys.exit(u.find_spec("torch") is None)' >/dev/null 2>&1; then
   section torch "${LIMIT_TORCH:-90}" bash "$here/run.sh" --part torch "$build" "${LIMIT_TORCH:-90}"
 else
   skip torch "python3 cannot import torch"
@@ -170,9 +170,16 @@ case "${BENCH:-quick}" in
   full) section bench "${LIMIT_BENCH:-300}" "$build/tests/gpu/gpu_bench_executor" ;;
   *) skip bench "BENCH=${BENCH}" ;;
 esac
-[ -f "$logs/bench.log" ] && { echo "=== bench table"; grep -vE "^SUMMARY" "$logs/bench.log" | tail -40; }
+[ -f "$logs/bench.log" ] && { echo "=== executor bench table"; grep -vE "^SUMMARY" "$logs/bench.log" | tail -30; }
 
 {
+  echo
+  echo "=== key numbers"
+  [ -f "$logs/nccl-compare.log" ] &&
+    grep -E '^(braid|nccl) ' "$logs/nccl-compare.log" && sed -n '/^1-rank all-reduce/,/^host time/p' "$logs/nccl-compare.log"
+  for f in mp-device api-graph torch; do
+    [ -f "$logs/$f.log" ] && grep -E '^SUMMARY' "$logs/$f.log" | sed "s/^SUMMARY/$f:/"
+  done
   echo
   echo "=== summary ($((SECONDS))s of ${budget}s)"
   printf '%-13s %-15s %6s   %s\n' section status time notes
