@@ -1,4 +1,6 @@
 // The collective and point-to-point entry points: argument checks, then a Task for the group.
+#include <cuda_runtime.h>
+
 #include <cstdint>
 
 #include "api/export.h"
@@ -75,6 +77,18 @@ ncclResult_t checkBuffers(braid::api::Task& t, bool needSend, bool needRecv, siz
       return fail(ncclInvalidArgument, "%s (rank %d): the buffers are on CUDA device %d but the communicator's rank "
                   "is on device %d. Fix: allocate the buffers on device %d.", t.caller, t.comm->rank, dev,
                   t.comm->cudaDev, t.comm->cudaDev);
+  }
+  if (t.onDevice && t.stream) {
+    int streamDev = -1;
+    if (cudaStreamGetDevice(t.stream, &streamDev) != cudaSuccess) {
+      cudaGetLastError();
+      return fail(ncclInvalidArgument, "%s (rank %d): stream %p is not a valid CUDA stream. Fix: pass a stream "
+                  "created on device %d, or 0.", t.caller, t.comm->rank, static_cast<void*>(t.stream), t.comm->cudaDev);
+    }
+    if (streamDev != t.comm->cudaDev)
+      return fail(ncclInvalidArgument, "%s (rank %d): the stream belongs to CUDA device %d but the rank is on device "
+                  "%d. Fix: create the stream on device %d.", t.caller, t.comm->rank, streamDev, t.comm->cudaDev,
+                  t.comm->cudaDev);
   }
   // Overlap other than NCCL's in-place forms gives undefined results: refuse it.
   if (anySend && anyRecv && t.sendbuff != t.recvbuff) {
