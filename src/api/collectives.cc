@@ -78,7 +78,11 @@ ncclResult_t checkBuffers(braid::api::Task& t, bool needSend, bool needRecv, siz
                   "is on device %d. Fix: allocate the buffers on device %d.", t.caller, t.comm->rank, dev,
                   t.comm->cudaDev, t.comm->cudaDev);
   }
-  if (t.onDevice && t.stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (t.onDevice && t.stream && cudaStreamIsCapturing(t.stream, &capture) != cudaSuccess) cudaGetLastError();
+  // Under capture only capture-safe calls are allowed: the stream's device was checked when
+  // it was not capturing (the common case), so skip the check there.
+  if (t.onDevice && t.stream && capture == cudaStreamCaptureStatusNone) {
     int streamDev = -1;
     if (cudaStreamGetDevice(t.stream, &streamDev) != cudaSuccess) {
       cudaGetLastError();

@@ -87,7 +87,10 @@ ncclResult_t planCollective(CommLaunch& cl, const Task& t) {
   args.rank = comm->rank;
   args.count = t.count;
   args.root = t.root;
-  args.nChannels = cl.res->channelsFor(algo::inputCount(t.coll, t.count, comm->nRanks, comm->rank, t.root) * es);
+  // The same on every rank (a root's buffer size would give it more lanes than its peers).
+  bool perRankBlocks = t.coll == algo::Coll::AllGather || t.coll == algo::Coll::ReduceScatter ||
+                       t.coll == algo::Coll::AlltoAll || t.coll == algo::Coll::Gather || t.coll == algo::Coll::Scatter;
+  args.nChannels = cl.res->channelsFor(t.count * es * (perRankBlocks ? comm->nRanks : 1));
   args.alignElems = static_cast<uint32_t>(std::max<size_t>(1, 16 / es));
   args.maxStepElems = (GpuResources::kSlots / 2) * GpuResources::kSlotBytes / es;
   args.ring = comm->ring;
@@ -192,12 +195,31 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
   return ncclSuccess;
 }
 
+// One rank: every collective with a built-in op is a copy (sum, prod, max, min and avg of
+// one value are the value). The copy engine does it at full bandwidth with no kernel, and in
+// place there is nothing to do.
+bool copiesOnOneRank(const Task& t) {
+  return t.comm->nRanks == 1 && t.coll != algo::Coll::SendRecv &&
+         (!algo::collReduces(t.coll) || static_cast<int>(t.op) < ncclNumOps);
+}
+
+ncclResult_t copyOnOneRank(const Task& t) {
+  if (t.sendbuff == t.recvbuff) return ncclSuccess;
+  cudaError_t e = cudaMemcpyAsync(t.recvbuff, t.sendbuff, t.count * sizeOfType(t.type), cudaMemcpyDeviceToDevice,
+                                  t.stream);
+  return e == cudaSuccess ? ncclSuccess : cudaFail(t, "cudaMemcpyAsync", e);
+}
+
 }  // namespace
 
 ncclResult_t runDeviceTasks(std::vector<const Task*>& tasks) {
   std::deque<CommLaunch> launches;
   std::map<ncclComm*, CommLaunch*> byComm;
   for (const Task* t : tasks) {
+    if (copiesOnOneRank(*t)) {
+      BRAID_CHECK(copyOnOneRank(*t));
+      continue;
+    }
     auto it = byComm.find(t->comm);
     if (it == byComm.end()) {
       CommLaunch& cl = launches.emplace_back();
@@ -206,6 +228,7 @@ ncclResult_t runDeviceTasks(std::vector<const Task*>& tasks) {
     }
     it->second->tasks.push_back(t);
   }
+  if (launches.empty()) return ncclSuccess;
   int prevDev = -1;
   cudaGetDevice(&prevDev);
   for (CommLaunch& cl : launches) {
