@@ -7,8 +7,8 @@
 #include <map>
 #include <thread>
 
-#include "algo/algorithm.h"
 #include "api/device_resources.h"
+#include "api/plan.h"
 #include "api/redop.h"
 #include "api/task.h"
 #include "core/comm.h"
@@ -18,8 +18,6 @@
 
 namespace braid::api {
 namespace {
-
-constexpr int kP2pChannelBase = 64;
 
 ncclResult_t cudaFail(const Task& t, const char* what, cudaError_t e) {
   cudaGetLastError();
@@ -81,22 +79,9 @@ ncclResult_t planCollective(CommLaunch& cl, const Task& t) {
     cl.scratch.push_back(in);
   }
   op.buffers = {in, t.recvbuff};
-  algo::CollArgs args;
-  args.coll = t.coll;
-  args.nRanks = comm->nRanks;
-  args.rank = comm->rank;
-  args.count = t.count;
-  args.root = t.root;
-  // The same on every rank (a root's buffer size would give it more lanes than its peers).
-  bool perRankBlocks = t.coll == algo::Coll::AllGather || t.coll == algo::Coll::ReduceScatter ||
-                       t.coll == algo::Coll::AlltoAll || t.coll == algo::Coll::Gather || t.coll == algo::Coll::Scatter;
-  args.nChannels = cl.res->channelsFor(t.count * es * (perRankBlocks ? comm->nRanks : 1));
-  args.alignElems = static_cast<uint32_t>(std::max<size_t>(1, 16 / es));
-  args.maxStepElems = (GpuResources::kSlots / 2) * GpuResources::kSlotBytes / es;
-  args.ring = comm->ring;
-  const algo::Algorithm* alg = algo::defaultAlgorithm(t.coll, comm->nRanks);
-  algo::RankPlan& plan = cl.plans.emplace_back(alg->build(args));
-  algo::maybeDumpSchedule(args, plan);
+  int nChannels = cl.res->channelsFor(collectiveBytes(t));
+  algo::RankPlan& plan = cl.plans.emplace_back(
+      planFor(collArgsFor(t, nChannels, 16, size_t(GpuResources::kSlots) * GpuResources::kSlotBytes)));
   int opIndex = static_cast<int>(cl.launch.ops.size());
   cl.launch.ops.push_back(std::move(op));
   for (const algo::Lane& lane : plan.lanes) {

@@ -5,8 +5,8 @@
 #include <deque>
 #include <map>
 
-#include "algo/algorithm.h"
 #include "api/group.h"
+#include "api/plan.h"
 #include "api/redop.h"
 #include "core/comm.h"
 #include "core/log.h"
@@ -16,8 +16,6 @@
 
 namespace braid::api {
 namespace {
-
-constexpr int kP2pChannelBase = 64;  // P2P lanes never share a connection with collective lanes
 
 uint64_t signatureOf(const Task& t) {
   uint64_t h = 1469598103934665603ull;
@@ -55,22 +53,8 @@ ncclResult_t addCollective(HostRun& run, const Task& t) {
     ctx.bufs[0] = ctx.staging.data();
   }
   if (ctx.reduces) BRAID_CHECK(hostOpFor(comm, t.op, t.type, t.caller, &ctx.op));
-  algo::CollArgs args;
-  args.coll = t.coll;
-  args.nRanks = comm->nRanks;
-  args.rank = comm->rank;
-  args.count = t.count;
-  args.root = t.root;
-  args.nChannels = 1;  // one progress thread: more lanes would only cut the data finer
-  args.alignElems = static_cast<uint32_t>(std::max<size_t>(1, 64 / ctx.elemSize));
-  args.ring = comm->ring;
-  // A step may fill at most half a FIFO, so that every ring neighbour can post its step
-  // before it must consume (otherwise all ranks block sending).
-  args.maxStepElems = (kFifoSlots / 2) * kFifoSlotBytes / ctx.elemSize;
-  const algo::Algorithm* alg = algo::defaultAlgorithm(t.coll, comm->nRanks);
-  if (!alg) return fail(ncclInternalError, "%s: no algorithm for this collective", t.caller);
-  algo::RankPlan& plan = run.plans.emplace_back(alg->build(args));
-  algo::maybeDumpSchedule(args, plan);
+  // One progress thread runs every lane: more than one lane would only cut the data finer.
+  algo::RankPlan& plan = run.plans.emplace_back(planFor(collArgsFor(t, 1, 64, kFifoSlots * kFifoSlotBytes)));
   for (const algo::Lane& lane : plan.lanes) {
     auto key = std::make_pair(comm, lane.channel);
     auto it = run.collectiveProgram.find(key);

@@ -1,0 +1,38 @@
+#include "api/plan.h"
+
+#include <algorithm>
+
+#include "algo/algorithm.h"
+#include "core/comm.h"
+#include "core/numeric.h"
+
+namespace braid::api {
+
+size_t collectiveBytes(const Task& t) {
+  bool perRankBlocks = t.coll == algo::Coll::AllGather || t.coll == algo::Coll::ReduceScatter ||
+                       t.coll == algo::Coll::AlltoAll || t.coll == algo::Coll::Gather || t.coll == algo::Coll::Scatter;
+  return t.count * sizeOfType(t.type) * (perRankBlocks ? t.comm->nRanks : 1);
+}
+
+algo::CollArgs collArgsFor(const Task& t, int nChannels, size_t alignBytes, size_t fifoBytes) {
+  size_t es = sizeOfType(t.type);
+  algo::CollArgs args;
+  args.coll = t.coll;
+  args.nRanks = t.comm->nRanks;
+  args.rank = t.comm->rank;
+  args.count = t.count;
+  args.root = t.root;
+  args.nChannels = nChannels;
+  args.alignElems = static_cast<uint32_t>(std::max<size_t>(1, alignBytes / es));
+  args.maxStepElems = fifoBytes / 2 / es;
+  args.ring = t.comm->ring;
+  return args;
+}
+
+algo::RankPlan planFor(const algo::CollArgs& args) {
+  algo::RankPlan plan = algo::defaultAlgorithm(args.coll, args.nRanks)->build(args);
+  algo::maybeDumpSchedule(args, plan);
+  return plan;
+}
+
+}  // namespace braid::api
