@@ -36,10 +36,16 @@ const Algorithm* defaultAlgorithm(Coll coll, int nRanks) {
     case Coll::AllGather:
     case Coll::ReduceScatter:
     case Coll::Broadcast:
-    case Coll::Reduce: return findAlgorithm("ring");
+    case Coll::Reduce: {
+      static const Algorithm* ring = findAlgorithm("ring");  // looked up once: this is per call
+      return ring;
+    }
     case Coll::AlltoAll:
     case Coll::Gather:
-    case Coll::Scatter: return findAlgorithm("direct");
+    case Coll::Scatter: {
+      static const Algorithm* direct = findAlgorithm("direct");
+      return direct;
+    }
     default: break;
   }
   (void)nRanks;

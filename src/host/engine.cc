@@ -140,7 +140,7 @@ ncclResult_t runPrograms(std::vector<LaneProgram>& programs) {
   BRAID_CHECK(connect(programs));
   std::vector<LaneState> lanes;
   for (auto& p : programs) lanes.push_back({&p});
-  const double timeout = env::getDouble("BRAID_COLL_TIMEOUT", 600.0);
+  static const double timeout = env::getDouble("BRAID_COLL_TIMEOUT", 600.0);  // read once: per call is costly
   auto lastProgress = Clock::now();
   uint64_t idle = 0;
   for (;;) {
