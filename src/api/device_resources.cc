@@ -72,6 +72,13 @@ ncclResult_t GpuResources::ensureLinks(const std::set<std::pair<int, int>>& send
   for (auto& l : recvs)
     if (!recvs_.count(l)) newRecvs.push_back({l.first, l.second});
   if (newSends.empty() && newRecvs.empty()) return ncclSuccess;
+  for (const auto* links : {&newSends, &newRecvs})
+    for (const transport::P2pLink& l : *links)
+      if (comm_->peers[l.peer].hostHash != comm_->peers[comm_->rank].hostHash)
+        return fail(ncclInvalidUsage,
+                    "rank %d: device-memory collectives with rank %d, on another host, need a network transport "
+                    "(UCX), which braid does not have yet. Fix: keep device-memory communicators within one host.",
+                    comm_->rank, l.peer);
   std::vector<transport::P2pPeerInfo> peers;
   for (const PeerInfo& p : comm_->peers) peers.push_back(toP2pInfo(p));
   std::unique_ptr<transport::P2pTransport> t;
