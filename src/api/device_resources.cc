@@ -109,6 +109,18 @@ size_t GpuResources::bytesAllocated() const {
   return total;
 }
 
+void GpuResources::stopInFlight() {
+  if (!abortHost_) return;
+  *abortHost_ = 1;
+  int prev = -1;
+  cudaGetDevice(&prev);
+  cudaSetDevice(comm_->cudaDev);
+  cudaDeviceSynchronize();  // the communicator's kernels return at the abort word
+  cudaGetLastError();
+  *abortHost_ = 0;
+  if (prev >= 0) cudaSetDevice(prev);
+}
+
 void GpuResources::close(bool abort) {
   if (abort && abortHost_) *abortHost_ = 1;
   if (comm_->cudaDev >= 0) {

@@ -37,6 +37,7 @@ class GpuResources final : public DeviceResources {
   void signalAbort() override {
     if (abortHost_) *abortHost_ = 1;
   }
+  void stopInFlight() override;
   ncclResult_t asyncError() const override { return errorWord() ? ncclRemoteError : ncclSuccess; }
 
  private:

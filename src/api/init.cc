@@ -344,6 +344,9 @@ BRAID_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
                 "allowed.", comm->rank, revokeFlags);
   BRAID_CHECK(braid::checkCommReady(comm, "ncclCommRevoke"));
   comm->state.store(ncclComm::State::Revoked);
+  // In-flight kernels stop at the abort word; the FIFOs are then in no known state, so the
+  // communicator keeps only destroy, split and shrink (its children get fresh connections).
+  if (comm->device) comm->device->stopInFlight();
   return ncclSuccess;
 }
 

@@ -18,6 +18,7 @@ class DeviceResources {
  public:
   virtual ~DeviceResources() = default;
   virtual void signalAbort() = 0;              // kernels see it and return
+  virtual void stopInFlight() = 0;             // abort the kernels, wait for them, clear the word
   virtual ncclResult_t asyncError() const = 0;  // what the kernels reported
   virtual void close(bool abort) = 0;
 };
