@@ -2,7 +2,6 @@
 // memory kind.
 #include <cuda_runtime.h>
 
-#include <deque>
 #include <map>
 
 #include "api/group.h"
@@ -30,10 +29,11 @@ uint64_t signatureOf(const Task& t) {
   return h;
 }
 
-// Everything the engine needs to outlive the run: contexts and plans own the steps.
+// Everything the engine needs to outlive the run: contexts and plans own the steps. Both are
+// reserved for the group's size up front, so references into them stay valid.
 struct HostRun {
-  std::deque<host::OpContext> contexts;
-  std::deque<algo::RankPlan> plans;
+  std::vector<host::OpContext> contexts;
+  std::vector<algo::RankPlan> plans;  // P2P plans; collective plans live in the comm's cache
   std::vector<host::LaneProgram> programs;
   std::map<std::pair<ncclComm*, int>, size_t> collectiveProgram;  // (comm, channel) -> program index
 };
@@ -54,7 +54,7 @@ ncclResult_t addCollective(HostRun& run, const Task& t) {
   }
   if (ctx.reduces) BRAID_CHECK(hostOpFor(comm, t.op, t.type, t.caller, &ctx.op));
   // One progress thread runs every lane: more than one lane would only cut the data finer.
-  algo::RankPlan& plan = run.plans.emplace_back(planFor(collArgsFor(t, 1, 64, kFifoSlots * kFifoSlotBytes)));
+  const algo::RankPlan& plan = comm->hostPlans->get(collArgsFor(t, 1, 64, kFifoSlots * kFifoSlotBytes));
   for (const algo::Lane& lane : plan.lanes) {
     auto key = std::make_pair(comm, lane.channel);
     auto it = run.collectiveProgram.find(key);
@@ -112,7 +112,10 @@ ncclResult_t runHostTasks(std::vector<const Task*>& tasks) {
       return fail(ncclUnhandledCudaError, "%s (rank %d): cudaStreamSynchronize on the call's stream failed: %s",
                   t->caller, t->comm->rank, cudaGetErrorString(err));
     }
+  for (const Task* t : tasks) t->comm->hostPlans->startRun();
   HostRun run;
+  run.contexts.reserve(tasks.size());
+  run.plans.reserve(tasks.size());
   std::map<ncclComm*, std::vector<const Task*>> p2p;
   std::vector<ncclComm*> order;
   for (const Task* t : tasks) {

@@ -35,4 +35,16 @@ algo::RankPlan planFor(const algo::CollArgs& args) {
   return plan;
 }
 
+void PlanCache::startRun() {
+  if (plans_.size() > 256) plans_.clear();
+}
+
+const algo::RankPlan& PlanCache::get(const algo::CollArgs& args) {
+  // nRanks, rank and ring are fixed for a communicator; the rest names the plan.
+  Key key{static_cast<int>(args.coll), args.count, args.root, args.nChannels, args.alignElems, args.maxStepElems};
+  auto it = plans_.find(key);
+  if (it == plans_.end()) it = plans_.emplace(key, planFor(args)).first;
+  return it->second;
+}
+
 }  // namespace braid::api

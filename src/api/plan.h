@@ -2,6 +2,8 @@
 // of the collective) and the algorithm's plan.
 #pragma once
 #include <cstddef>
+#include <map>
+#include <tuple>
 
 #include "algo/schedule.h"
 #include "api/task.h"
@@ -20,5 +22,18 @@ algo::CollArgs collArgsFor(const Task& t, int nChannels, size_t alignBytes, size
 
 // The tuner's choice (the default algorithm today), built and dumped when asked for.
 algo::RankPlan planFor(const algo::CollArgs& args);
+
+// A communicator's recent plans: the same call again reuses its schedule instead of building
+// it (a host-memory call's cost is mostly allocation otherwise). References stay valid until
+// the next startRun(); one communicator is driven by one thread at a time, as in NCCL.
+class PlanCache {
+ public:
+  void startRun();  // may forget old plans (bounded size); never during a run
+  const algo::RankPlan& get(const algo::CollArgs& args);
+
+ private:
+  using Key = std::tuple<int, uint64_t, int, int, uint32_t, uint64_t>;
+  std::map<Key, algo::RankPlan> plans_;
+};
 
 }  // namespace braid::api

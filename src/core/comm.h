@@ -13,6 +13,9 @@
 
 namespace braid {
 class HostTransport;  // src/host: shared-memory connections for host-memory collectives
+namespace api {
+class PlanCache;      // src/api/plan.h: recently used host schedules
+}
 // GPU connections and buffers for device-memory collectives (defined above core, in api).
 class DeviceResources {
  public:
@@ -57,6 +60,7 @@ struct ncclComm {
   std::vector<BraidUserOp> userOps;
 
   std::unique_ptr<braid::HostTransport> host;
+  std::unique_ptr<braid::api::PlanCache> hostPlans;
   std::unique_ptr<braid::DeviceResources> device;
 
   ncclComm();
