@@ -1,5 +1,7 @@
 #include "topo/detect.h"
 
+#include <cstdio>
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -119,11 +121,13 @@ class Detector {
   Detector(const DetectOptions& opt, DetectReport* r) : opt_(opt), r_(r) {}
 
   XmlElement run() {
-    readNuma();
     auto t0 = std::chrono::steady_clock::now();
     auto since = [](std::chrono::steady_clock::time_point t) {
       return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
     };
+    loadHwloc();
+    r_->hwlocMs = since(t0);
+    readNuma();
     std::vector<DetectedGpu> gpus = opt_.injectedGpus;
     if (opt_.useCuda) {
       auto tc = std::chrono::steady_clock::now();
@@ -166,6 +170,7 @@ class Detector {
     r_->nvmlMs = since(tn);
     detectNics();
     XmlElement xml = assemble();
+    summarizeHwloc();
     r_->totalMs = since(t0);
     return xml;
   }
@@ -208,24 +213,107 @@ class Detector {
       numa_[static_cast<int>(id)] = mask;
     }
     r_->sysfsNuma = !numa_.empty();
+    if (!numa_.empty()) r_->numaSource = "sysfs";
+    if (hw_.loaded) {
+      if (numa_.empty()) {
+        for (const auto& [id, cpus] : hw_.numaCpus)
+          if (!cpus.empty()) numa_[id] = cpuMaskOf(cpus);
+        if (!numa_.empty()) {
+          r_->numaSource = "hwloc";
+          ++r_->hwlocFilled;
+          note(r_, Diagnostic::Info, "no NUMA nodes in " + base + "; " + std::to_string(numa_.size()) + " from hwloc");
+        }
+      } else {
+        for (const auto& [id, mask] : numa_) {
+          auto it = hw_.numaCpus.find(id);
+          if (it != hw_.numaCpus.end() && it->second == cpusOfMask(mask)) continue;
+          ++r_->hwlocDisagreements;
+          note(r_, Diagnostic::Info, "NUMA node " + std::to_string(id) + ": sysfs CPUs " + mask + ", hwloc " +
+                                         (it == hw_.numaCpus.end() ? "has no such node" : cpuMaskOf(it->second)) +
+                                         " (sysfs used)");
+        }
+      }
+    }
     if (numa_.empty()) note(r_, Diagnostic::Info, "no NUMA nodes in " + base + "; one CPU node with unknown affinity");
   }
 
-  int numaOf(const std::string& busId) const {
-    std::string v = readPci(busId, "numa_node");
-    if (v.empty()) return -1;
-    int n = std::atoi(v.c_str());
-    return numa_.count(n) ? n : -1;
+  void loadHwloc() {
+    bool realRoots = opt_.sysfsRoot == "/sys" && opt_.procRoot == "/proc";
+    if (opt_.injectedHwloc) {
+      hw_ = *opt_.injectedHwloc;
+    } else if (!opt_.useHwloc) {
+      hw_.why = "disabled by the caller";
+    } else if (!realRoots) {
+      hw_.why = "sysfs root is " + opt_.sysfsRoot + ", and hwloc reads the real machine";
+    } else {
+      hw_ = readHwloc();
+    }
+    r_->hwlocLoaded = hw_.loaded;
+    r_->hwlocVersion = hw_.version;
+    if (!hw_.loaded) {
+      note(r_, Diagnostic::Info, "hwloc not used (" + hw_.why + "); NUMA nodes, PCI tree and NICs from sysfs alone");
+      return;
+    }
+    r_->hwlocNuma = static_cast<int>(hw_.numaCpus.size());
+    r_->hwlocPci = static_cast<int>(hw_.pci.size());
+    r_->hwlocNets = static_cast<int>(hw_.nets.size());
   }
 
-  std::vector<std::pair<std::string, std::string>> pciAttrs(const std::string& busId) const {
+  void summarizeHwloc() {
+    if (!hw_.loaded) return;
+    note(r_, Diagnostic::Info,
+         "hwloc (API " + hw_.version + ", " + std::to_string(static_cast<int>(r_->hwlocMs + 0.5)) + " ms): " + std::to_string(r_->hwlocNuma) + " NUMA nodes, " + std::to_string(r_->hwlocPci) +
+             " PCI devices and bridges, " + std::to_string(r_->hwlocNets) + " network devices; NUMA nodes from " +
+             r_->numaSource + ", " + std::to_string(r_->hwlocFilled) + " facts filled from hwloc, " +
+             std::to_string(r_->hwlocDisagreements) + " disagreements with sysfs (sysfs used)");
+  }
+
+  const HwlocPci* hwPci(const std::string& busId) const {
+    auto it = hw_.pci.find(busId);
+    return it == hw_.pci.end() ? nullptr : &it->second;
+  }
+
+  int numaOf(const std::string& busId) {
+    std::string v = readPci(busId, "numa_node");
+    int n = v.empty() ? -1 : std::atoi(v.c_str());
+    if (numa_.count(n)) return n;
+    // sysfs says nothing (no file, or -1 as on single-node VMs): hwloc's locality if it has one.
+    if (const HwlocPci* h = hwPci(busId); h && numa_.count(h->numa)) {
+      ++r_->hwlocFilled;
+      return h->numa;
+    }
+    return -1;
+  }
+
+  // sysfs files first; what sysfs lacks from hwloc (ids; link speed and width when hwloc's
+  // GB/s figure maps to one PCIe generation and width).
+  std::vector<std::pair<std::string, std::string>> pciAttrs(const std::string& busId) {
     std::vector<std::pair<std::string, std::string>> a;
     a.emplace_back("busid", busId);
+    const HwlocPci* h = hwPci(busId);
+    std::string hwSpeed, hwWidth;
+    bool hwLink = h && pcieSpeedWidthOf(h->linkGBs, &hwSpeed, &hwWidth);
+    auto hex = [](unsigned v, int digits) {
+      char buf[16];
+      std::snprintf(buf, sizeof(buf), "0x%0*x", digits, v);
+      return std::string(buf);
+    };
     static const std::pair<const char*, const char*> files[] = {
         {"class", "class"}, {"vendor", "vendor"}, {"device", "device"}, {"subsystem_vendor", "subsystem_vendor"},
         {"subsystem_device", "subsystem_device"}, {"link_speed", "max_link_speed"}, {"link_width", "max_link_width"}};
     for (const auto& [attr, file] : files) {
       std::string v = readPci(busId, file);
+      if (v.empty() && h) {
+        std::string key = attr;
+        if (key == "class") v = hex(h->classId, 4) + "00";
+        else if (key == "vendor") v = hex(h->vendor, 4);
+        else if (key == "device") v = hex(h->device, 4);
+        else if (key == "subsystem_vendor" && h->subVendor) v = hex(h->subVendor, 4);
+        else if (key == "subsystem_device" && h->subVendor) v = hex(h->subDevice, 4);
+        else if (key == "link_speed" && hwLink) v = hwSpeed;
+        else if (key == "link_width" && hwLink) v = hwWidth;
+        if (!v.empty()) ++r_->hwlocFilled;
+      }
       if (!v.empty()) a.emplace_back(attr, v);
     }
     return a;
@@ -247,6 +335,20 @@ class Detector {
           chain.push_back(*b);
       }
       ++r_->pciPathsResolved;
+      if (const HwlocPci* h = hwPci(busId)) {
+        std::vector<std::string> hwChain = h->chain;
+        hwChain.push_back(busId);
+        if (hwChain != chain) {
+          ++r_->hwlocDisagreements;
+          note(r_, Diagnostic::Info, "PCI path of " + busId + " differs between sysfs and hwloc (sysfs used)");
+        }
+      }
+    } else if (const HwlocPci* h = hwPci(busId)) {
+      chain = h->chain;
+      chain.push_back(busId);
+      ++r_->pciPathsResolved;
+      ++r_->hwlocFilled;
+      note(r_, Diagnostic::Info, "no sysfs entry for " + busId + "; its PCI path comes from hwloc");
     } else {
       note(r_, Diagnostic::Info, "no sysfs entry for " + busId + "; it is placed directly under a CPU");
     }
@@ -282,6 +384,7 @@ class Detector {
       std::string busId;
       if (!devPath.empty())
         if (auto b = normalizeBusId(devPath.substr(devPath.rfind('/') + 1))) busId = *b;
+      if (busId.empty()) busId = hwlocBusIdOf(name);
       std::string guidText = readSmallFile(ibBase + "/" + name + "/node_guid");
       std::string guid = "0x";
       for (char c : guidText)
@@ -299,6 +402,7 @@ class Detector {
         addNet(busId, std::move(net));
       }
     }
+    if (dev == 0) dev = hwlocRdmaNics(peermem);
     if (dev > 0) return;  // with RDMA devices, NCCL uses those and not the sockets
     std::string netBase = opt_.sysfsRoot + "/class/net";
     for (const auto& name : listDir(netBase)) {
@@ -314,11 +418,60 @@ class Detector {
                    {"maxconn", "65536"}, {"gdr", "0"}};
       socketNets_.push_back(std::move(net));
     }
-    if (dev == 0) note(r_, Diagnostic::Info, "no network devices found in " + ibBase + " or " + netBase);
+    // sysfs has no class/net (or it is empty): hwloc's interfaces on PCI.
+    if (dev == 0)
+      for (const auto& n : hw_.nets) {
+        if (n.openfabrics || n.busId.empty() || n.name == "lo") continue;
+        ++r_->hwlocFilled;
+        XmlElement net;
+        net.name = "net";
+        net.attrs = {{"name", n.name}, {"dev", std::to_string(dev++)}, {"latency", "0"}, {"speed", "10000"}, {"port", "0"},
+                     {"guid", "0x" + std::to_string(dev - 1)}, {"maxconn", "65536"}, {"gdr", "0"}};
+        socketNets_.push_back(std::move(net));
+        note(r_, Diagnostic::Info, "network interface " + n.name + " from hwloc (not in " + netBase + "); speed unknown");
+      }
+    if (dev == 0) note(r_, Diagnostic::Info, "no network devices found in " + ibBase + ", " + netBase + " or hwloc");
+  }
+
+  std::string hwlocBusIdOf(const std::string& name) {
+    for (const auto& n : hw_.nets)
+      if (n.name == name && !n.busId.empty()) {
+        ++r_->hwlocFilled;
+        return n.busId;
+      }
+    return "";
+  }
+
+  // hwloc's openfabrics devices with an ACTIVE port (state 4), when sysfs listed none.
+  int hwlocRdmaNics(bool peermem) {
+    int dev = 0;
+    for (const auto& n : hw_.nets) {
+      if (!n.openfabrics) continue;
+      std::string guid = "0x0";
+      if (auto g = n.infos.find("NodeGUID"); g != n.infos.end()) {
+        guid = "0x";
+        for (char c : g->second)
+          if (c != ':') guid += c;
+      }
+      for (const auto& [key, value] : n.infos) {
+        // "Port1State" = "4"
+        if (key.rfind("Port", 0) != 0 || key.size() < 10 || key.compare(key.size() - 5, 5, "State") != 0) continue;
+        if (value != "4") continue;
+        std::string port = key.substr(4, key.size() - 9);
+        XmlElement net;
+        net.name = "net";
+        net.attrs = {{"name", n.name}, {"dev", std::to_string(dev++)}, {"speed", "10000"}, {"port", port},
+                     {"latency", "0"}, {"guid", guid}, {"maxconn", "131072"}, {"gdr", peermem ? "1" : "0"}};
+        ++r_->hwlocFilled;
+        note(r_, Diagnostic::Info, "RDMA device " + n.name + " port " + port + " from hwloc; its rate is unknown");
+        addNet(n.busId, std::move(net));
+      }
+    }
+    return dev;
   }
 
   void addNet(const std::string& busId, XmlElement net) {
-    if (busId.empty() || readPci(busId, "class").empty()) {
+    if (busId.empty() || (readPci(busId, "class").empty() && !hwPci(busId))) {
       socketNets_.push_back(std::move(net));
       return;
     }
@@ -401,6 +554,7 @@ class Detector {
   std::map<std::string, PciEntry> entries_;
   std::vector<std::string> order_;   // insertion order of entries_
   std::vector<XmlElement> socketNets_;
+  HwlocView hw_;  // loaded == false when hwloc is not used
 };
 
 }  // namespace

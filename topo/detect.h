@@ -1,11 +1,14 @@
 // Live detection: builds the NCCL topology XML of this machine from the CUDA runtime (GPUs and
-// their PCI addresses), NVML (NVLinks, loaded with dlopen and optional) and sysfs (NUMA nodes,
-// CPUs, the PCI tree, InfiniBand and Ethernet devices). Whatever cannot be read is left out and
-// explained in `notes`; it never fails and works with no GPU, no driver and a partial /sys.
+// their PCI addresses), NVML (NVLinks, loaded with dlopen and optional), sysfs (NUMA nodes,
+// CPUs, the PCI tree, InfiniBand and Ethernet devices) and hwloc (the same facts, loaded with
+// dlopen and optional; sysfs wins where both answer, hwloc fills what sysfs lacks and the two
+// are compared). Whatever cannot be read is left out and explained in `notes`; it never fails
+// and works with no GPU, no driver, no hwloc and a partial /sys.
 #pragma once
 #include <string>
 #include <vector>
 
+#include "topo/detect_hwloc.h"
 #include "topo/system.h"
 #include "topo/xml.h"
 
@@ -23,6 +26,10 @@ struct DetectOptions {
   bool useCuda = true;                  // ask the CUDA runtime for GPUs
   bool useNvml = true;                  // ask NVML (dlopen libnvidia-ml.so.1) for NVLinks
   std::vector<DetectedGpu> injectedGpus;  // used instead of CUDA when useCuda is false
+  // Ask hwloc (libhwloc.so.15 by dlopen, when braid was built with its headers). hwloc reads
+  // the real machine, so it is only asked when sysfsRoot and procRoot are the real ones.
+  bool useHwloc = true;
+  const HwlocView* injectedHwloc = nullptr;  // tests: used instead of asking hwloc
 };
 
 // What detection found out about its sources, for the log and for braid-topo.
@@ -30,8 +37,14 @@ struct DetectReport {
   int cudaGpus = -1;        // -1: CUDA runtime unusable (no driver)
   bool nvmlLoaded = false;
   bool sysfsNuma = false;   // NUMA nodes came from sysfs
+  bool hwlocLoaded = false; // hwloc answered (see notes for why not)
+  std::string hwlocVersion;  // the library's API version ("2.8.0" in Debian's 2.9.0 package)
+  int hwlocNuma = 0, hwlocPci = 0, hwlocNets = 0;  // what hwloc found
+  std::string numaSource = "none";  // "sysfs", "hwloc" or "none"
+  int hwlocFilled = 0;      // facts sysfs lacked and hwloc gave (NUMA nodes, paths, attributes, NICs)
+  int hwlocDisagreements = 0;  // facts where both answered differently (sysfs used; see notes)
   int pciPathsResolved = 0;
-  double cudaMs = 0, nvmlMs = 0, totalMs = 0;  // where the time went
+  double cudaMs = 0, nvmlMs = 0, hwlocMs = 0, totalMs = 0;  // where the time went
   std::vector<Diagnostic> notes;
 };
 
