@@ -181,6 +181,20 @@ ncclComm_t initComm() {
   return comm;
 }
 
+// NCCL_COMM_ID: every rank makes the id itself (the same one), rank 0 hosts the root.
+int scenarioCommId() {
+  ncclUniqueId id;
+  EXPECT_OK(ncclGetUniqueId(&id));
+  ncclComm_t comm = nullptr;
+  EXPECT_OK(ncclCommInitRank(&comm, gN, id, gRank));
+  int64_t value = gRank + 1;
+  EXPECT_OK(ncclAllReduce(&value, &value, 1, ncclInt64, ncclSum, comm, nullptr));
+  EXPECT_TRUE(value == int64_t(gN) * (gN + 1) / 2);
+  EXPECT_OK(ncclCommDestroy(comm));
+  std::printf("OK\n");
+  return 0;
+}
+
 int scenarioInit() {
   ncclComm_t comm = initComm();
   int count = 0, rank = -1, dev = -2;
@@ -541,6 +555,7 @@ int main(int argc, char** argv) {
   }
   if (memory == "device") gpu::start(gRank);
   if (s == "init") return scenarioInit();
+  if (s == "comm-id") return scenarioCommId();
   if (s == "nonblocking") return scenarioNonBlocking();
   if (s == "split") return scenarioSplit();
   if (s == "shrink") return scenarioShrink();

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -64,6 +65,42 @@ TEST_P(MultiRank, ShrinkAfterRankLeaves) { expectAllOk(run(GetParam(), {"shrink"
 TEST_P(MultiRank, CollectivesMediumCount) { expectAllOk(run(GetParam(), {"collectives", "4097", "all"}, 300)); }
 TEST_P(MultiRank, CollectivesLargeCount) { expectAllOk(run(GetParam(), {"collectives", "1000003"}, 300)); }
 INSTANTIATE_TEST_SUITE_P(Mp, MultiRank, ::testing::Values(2, 3, 4, 8));
+
+TEST(MpConfig, FixedRootFromNcclCommId) {
+  std::string port = std::to_string(20000 + getpid() % 20000);
+  expectAllOk(run(3, {"comm-id"}, 60, {{"NCCL_COMM_ID", "127.0.0.1:" + port}, {"NCCL_SOCKET_IFNAME", "lo"}}));
+}
+
+TEST(MpConfig, DebugFileAndLogFormat) {
+  std::string dir = ::testing::TempDir();
+  auto results = run(2, {"init"}, 60, {{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_FILE", dir + "braid-log.%h.%p"}});
+  expectAllOk(results);
+  int files = 0;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (std::strncmp(e->d_name, "braid-log.", 10) != 0) continue;
+      std::string path = dir + e->d_name;
+      FILE* f = std::fopen(path.c_str(), "r");
+      ASSERT_NE(f, nullptr);
+      char line[512];
+      bool version = false, info = false;
+      while (std::fgets(line, sizeof(line), f)) {
+        // host:pid:tid [dev] NCCL INFO ...
+        int pid = 0, tid = 0, dev = 0;
+        char host[64];
+        if (std::sscanf(line, "%63[^:]:%d:%d [%d] NCCL INFO", host, &pid, &tid, &dev) == 4) info = true;
+        if (std::strstr(line, "NCCL INFO braid") && std::strstr(line, "2.28.9")) version = true;
+      }
+      std::fclose(f);
+      std::remove(path.c_str());
+      EXPECT_TRUE(version) << path;
+      EXPECT_TRUE(info) << path;
+      ++files;
+    }
+    closedir(d);
+  }
+  EXPECT_EQ(files, 2);  // %p: one file per process
+}
 
 TEST(MpErrors, RankDiesDuringInit) {
   auto start = std::chrono::steady_clock::now();

@@ -1,0 +1,61 @@
+// The bootstrap's pure parts: interface selection syntax (NCCL_SOCKET_IFNAME), NCCL_COMM_ID
+// parsing, and the unique id's integrity check.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "core/socket.h"
+#include "core/unique_id.h"
+
+namespace braid {
+namespace {
+
+TEST(SocketIfname, PrefixesExclusionAndExactNames) {
+  EXPECT_TRUE(interfaceMatches("eth0", "eth"));
+  EXPECT_TRUE(interfaceMatches("ib1", "eth,ib"));
+  EXPECT_FALSE(interfaceMatches("lo", "eth,ib"));
+  EXPECT_FALSE(interfaceMatches("docker0", "^docker,lo"));
+  EXPECT_FALSE(interfaceMatches("lo", "^docker,lo"));
+  EXPECT_TRUE(interfaceMatches("eth0", "^docker,lo"));
+  EXPECT_TRUE(interfaceMatches("eth0", "=eth0"));
+  EXPECT_FALSE(interfaceMatches("eth01", "=eth0"));
+  EXPECT_FALSE(interfaceMatches("eth0", "^=eth0"));
+  EXPECT_TRUE(interfaceMatches("mlx5_0", "mlx5_0:1"));  // ":port" suffixes are ignored
+}
+
+TEST(CommId, ParsesIpv4Ipv6AndHostNames) {
+  SocketAddress a;
+  ASSERT_EQ(parseHostPort("127.0.0.1:29500", &a), ncclSuccess);
+  EXPECT_EQ(a.toString(), "127.0.0.1:29500");
+  ASSERT_EQ(parseHostPort("[::1]:1234", &a), ncclSuccess);
+  EXPECT_EQ(a.toString(), "[::1]:1234");
+  ASSERT_EQ(parseHostPort("localhost:80", &a), ncclSuccess);
+  EXPECT_EQ(a.sa.sa_family == AF_INET || a.sa.sa_family == AF_INET6, true);
+  EXPECT_EQ(parseHostPort("127.0.0.1", &a), ncclInvalidArgument);
+  EXPECT_EQ(parseHostPort("127.0.0.1:0", &a), ncclInvalidArgument);
+  EXPECT_EQ(parseHostPort("127.0.0.1:70000", &a), ncclInvalidArgument);
+  EXPECT_EQ(parseHostPort("[::1:5", &a), ncclInvalidArgument);
+}
+
+TEST(UniqueId, RoundTripsAndRejectsDamage) {
+  UniqueIdContent c{};
+  ASSERT_EQ(parseHostPort("10.1.2.3:4567", &c.root), ncclSuccess);
+  c.secret = 0x1234567890abcdefull;
+  ncclUniqueId id = encodeUniqueId(c);
+  UniqueIdContent back{};
+  ASSERT_EQ(decodeUniqueId(id, "test", &back), ncclSuccess);
+  EXPECT_EQ(back.secret, c.secret);
+  EXPECT_EQ(back.root.toString(), "10.1.2.3:4567");
+  for (size_t byte : {0u, 9u, 20u, 40u}) {  // any damaged byte before the checksum is caught
+    ncclUniqueId bad = id;
+    bad.internal[byte] ^= 0x10;
+    EXPECT_EQ(decodeUniqueId(bad, "test", &back), ncclInvalidArgument) << "byte " << byte;
+  }
+  ncclUniqueId zero;
+  std::memset(&zero, 0, sizeof(zero));
+  EXPECT_EQ(decodeUniqueId(zero, "test", &back), ncclInvalidArgument);
+  EXPECT_NE(randomSecret(), randomSecret());
+}
+
+}  // namespace
+}  // namespace braid
