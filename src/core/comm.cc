@@ -89,7 +89,7 @@ ncclResult_t initRankSync(ncclComm* comm, int nRanks, const ncclUniqueId& id, in
   comm->cudaDev = cudaDev;
   std::vector<PeerInfo> peers;
   BRAID_CHECK(TcpBootstrap::connectViaRoot(content, describeSelf(rank, nRanks, cudaDev), env::initTimeoutSeconds(),
-                                           &comm->bootstrap, &peers));
+                                           &comm->abortFlag, &comm->bootstrap, &peers));
   comm->peers = std::move(peers);
   return setupCommResources(comm);
 }

@@ -38,14 +38,15 @@ std::unique_ptr<TcpBootstrap> TcpBootstrap::fromPeers(int rank, std::vector<Peer
 }
 
 ncclResult_t TcpBootstrap::connectViaRoot(const UniqueIdContent& id, PeerInfo self, double timeoutSeconds,
-                                          std::unique_ptr<TcpBootstrap>* out, std::vector<PeerInfo>* peers) {
+                                          const std::atomic<bool>* abortFlag, std::unique_ptr<TcpBootstrap>* out,
+                                          std::vector<PeerInfo>* peers) {
   int listenFd = -1;
   BRAID_CHECK(openListener(&self.listen, &listenFd));
   // The root's own deadline starts at the first rank; allow ours a little more so that we
   // receive its explanation (which ranks are missing) rather than time out first.
   Deadline deadline = deadlineIn(timeoutSeconds + 5.0);
   int fd = -1;
-  ncclResult_t rc = connectTo(id.root, deadline, nullptr, &fd);
+  ncclResult_t rc = connectTo(id.root, deadline, abortFlag, &fd);
   if (rc != ncclSuccess) {
     close(listenFd);
     return fail(rc == ncclInProgress ? ncclRemoteError : rc,
@@ -55,12 +56,12 @@ ncclResult_t TcpBootstrap::connectViaRoot(const UniqueIdContent& id, PeerInfo se
   }
   wire::Hello hello{id.secret, wire::kHelloRoot, self.rank};
   wire::RootReply reply{};
-  rc = sendAll(fd, &hello, sizeof(hello), deadline, nullptr);
-  if (rc == ncclSuccess) rc = sendAll(fd, &self, sizeof(self), deadline, nullptr);
-  if (rc == ncclSuccess) rc = recvAll(fd, &reply, sizeof(reply), deadline, nullptr);
+  rc = sendAll(fd, &hello, sizeof(hello), deadline, abortFlag);
+  if (rc == ncclSuccess) rc = sendAll(fd, &self, sizeof(self), deadline, abortFlag);
+  if (rc == ncclSuccess) rc = recvAll(fd, &reply, sizeof(reply), deadline, abortFlag);
   if (rc == ncclSuccess && reply.status == ncclSuccess) {
     peers->resize(reply.nRanks);
-    rc = recvAll(fd, peers->data(), peers->size() * sizeof(PeerInfo), deadline, nullptr);
+    rc = recvAll(fd, peers->data(), peers->size() * sizeof(PeerInfo), deadline, abortFlag);
   }
   closeFd(fd);
   if (rc != ncclSuccess || reply.status != ncclSuccess) {

@@ -18,8 +18,11 @@ class TcpBootstrap final : public Bootstrap {
  public:
   // Rendezvous through the root named in the id; fills `peers` (one PeerInfo per rank).
   // `self` carries this rank's info; its listen address is filled in here.
+  // `abortFlag` (may be null) ends the wait early: ncclCommAbort of a communicator whose
+  // non-blocking init is still waiting for its peers.
   static ncclResult_t connectViaRoot(const UniqueIdContent& id, PeerInfo self, double timeoutSeconds,
-                                     std::unique_ptr<TcpBootstrap>* out, std::vector<PeerInfo>* peers);
+                                     const std::atomic<bool>* abortFlag, std::unique_ptr<TcpBootstrap>* out,
+                                     std::vector<PeerInfo>* peers);
   // A bootstrap for a communicator derived from another (split, shrink): the caller has
   // already exchanged the listeners through `parent`. `listenFd` is this rank's own listener.
   static std::unique_ptr<TcpBootstrap> fromPeers(int rank, std::vector<PeerInfo> peers, uint64_t secret,

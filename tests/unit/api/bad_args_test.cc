@@ -3,6 +3,7 @@
 // Host-only communicators (ncclCommInitAll with no device list), so it runs anywhere.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -92,6 +93,22 @@ TEST(BadArgs, MismatchedRankCountsAcrossRanks) {
   EXPECT_NE(r0, ncclSuccess);
   EXPECT_NE(r1, ncclSuccess);
   EXPECT_NE(lastError().find("nranks"), std::string::npos) << lastError();
+}
+
+TEST(BadArgs, AbortWhileNonBlockingInitWaitsForPeers) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = nullptr;
+  ASSERT_EQ(ncclCommInitRankConfig(&comm, 2, id, 0, &config), ncclInProgress);  // rank 1 never comes
+  ncclResult_t state = ncclSuccess;
+  ASSERT_EQ(ncclCommGetAsyncError(comm, &state), ncclSuccess);
+  EXPECT_EQ(state, ncclInProgress);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0);
 }
 
 TEST(BadArgs, CommHandles) {
