@@ -7,12 +7,7 @@
 namespace braid::topo {
 namespace {
 
-System load(const std::string& name) {
-  System sys;
-  std::string error;
-  EXPECT_TRUE(loadSystemFile(testing::xmlPath(name), &sys, &error)) << error;
-  return sys;
-}
+System load(const std::string& name) { return testing::loadXml(name); }
 
 TEST(TopoPaths, PcieTreeTypesOnP4d) {
   // Per switch: two GPUs and one EFA; two switches per socket.

@@ -14,12 +14,7 @@
 namespace braid::topo {
 namespace {
 
-System load(const std::string& name) {
-  System sys;
-  std::string error;
-  EXPECT_TRUE(loadSystemFile(testing::xmlPath(name), &sys, &error)) << error;
-  return sys;
-}
+System load(const std::string& name) { return testing::loadXml(name); }
 
 System fromText(const std::string& text) {
   XmlElement root;

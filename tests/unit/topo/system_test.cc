@@ -13,12 +13,7 @@ namespace {
 using testing::allXmlFiles;
 using testing::xmlPath;
 
-System load(const std::string& name) {
-  System sys;
-  std::string error;
-  EXPECT_TRUE(loadSystemFile(xmlPath(name), &sys, &error)) << error;
-  return sys;
-}
+System load(const std::string& name) { return testing::loadXml(name); }
 
 size_t nicIdentities(const System& sys) {
   size_t n = 0;

@@ -1,7 +1,11 @@
 // Paths to the topology files the tests read (copies of ../shared/topologies, see SOURCES.md).
 #pragma once
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
+
+#include "topo/system.h"
 
 namespace braid::topo::testing {
 
@@ -16,6 +20,14 @@ inline std::vector<std::string> allXmlFiles() {
           "ibm-gx3d-h100-8gpu-vsi.xml", "modal-gvisor-b200-8gpu-vm.xml", "perlmutter-a100-4gpu.xml",
           "rtx4090-4gpu-pcie-epyc-nps4.xml", "v100-sxm2-8gpu-vm-cubemesh.xml", "vastai-hgx-b200-8gpu.xml",
           "vastai-hgx-h200-8gpu.xml"};
+}
+
+// A collection file as a System; a load failure fails the calling test.
+inline System loadXml(const std::string& name) {
+  System sys;
+  std::string error;
+  EXPECT_TRUE(loadSystemFile(xmlPath(name), &sys, &error)) << error;
+  return sys;
 }
 
 }  // namespace braid::topo::testing
