@@ -156,6 +156,7 @@ else
 fi
 # 3. CUDA graph + 100 replays and abort through the API (2 ranks as threads on GPU 0).
 section api-graph "${LIMIT_API_GRAPH:-60}" "$build/tests/gpu/gpu_api_graph_abort"
+section api-bad-input "${LIMIT_BAD_INPUT:-30}" "$build/tests/gpu/gpu_api_bad_input"
 # 4. PyTorch drop-in with LD_PRELOAD=libbraid.so, 2 and 4 processes on GPU 0.
 if python3 -c 'import importlib.util as u, sys; sys.exit(u.find_spec("torch") is None)' >/dev/null 2>&1; then
   section torch "${LIMIT_TORCH:-90}" bash "$here/run.sh" --part torch "$build" "${LIMIT_TORCH:-90}"
