@@ -147,6 +147,16 @@ class Builder {
     return x;
   }
 
+  // A node under `parent`, in its NUMA domain and host.
+  Node childOf(int parent, NodeType type, int line) const {
+    Node n;
+    n.type = type;
+    n.line = line;
+    n.parent = parent;
+    n.cpu = s_.nodes[static_cast<size_t>(parent)].cpu;
+    n.host = s_.nodes[static_cast<size_t>(parent)].host;
+    return n;
+  }
   int addNode(Node n) {
     s_.nodes.push_back(std::move(n));
     return static_cast<int>(s_.nodes.size()) - 1;
@@ -197,12 +207,7 @@ class Builder {
 
   // A <nic> with no <pci> of its own (socket NICs, or a NIC behind a host bridge).
   int makeBareNic(const XmlElement& e, int parent) {
-    Node n;
-    n.type = NodeType::Nic;
-    n.line = e.line;
-    n.parent = parent;
-    n.cpu = s_.nodes[static_cast<size_t>(parent)].cpu;
-    n.host = s_.nodes[static_cast<size_t>(parent)].host;
+    Node n = childOf(parent, NodeType::Nic, e.line);
     int id = addNode(n);
     s_.nics.push_back(id);
     // Its bandwidth to the parent is set from its ports in walkNic.
@@ -230,11 +235,7 @@ class Builder {
     }
     busLines_[*busId] = e.line;
 
-    Node n;
-    n.line = e.line;
-    n.parent = parent;
-    n.cpu = s_.nodes[static_cast<size_t>(parent)].cpu;
-    n.host = s_.nodes[static_cast<size_t>(parent)].host;
+    Node n = childOf(parent, NodeType::Pci, e.line);  // the class below may make it a GPU, NIC, ...
     n.busId = *busId;
     if (const std::string* cls = e.attr("class"); cls && !cls->empty()) {
       uint64_t v = hexAttr(e, "class");
@@ -357,12 +358,7 @@ class Builder {
       }
       checkAttrs(c, {"name", "dev", "speed", "port", "latency", "guid", "maxconn", "gdr", "coll", "net", "gin", "rma",
                      "rail", "plane", "keep"});
-      Node n;
-      n.type = NodeType::Net;
-      n.line = c.line;
-      n.parent = nicNode;
-      n.cpu = s_.nodes[static_cast<size_t>(nicNode)].cpu;
-      n.host = s_.nodes[static_cast<size_t>(nicNode)].host;
+      Node n = childOf(nicNode, NodeType::Net, c.line);
       n.netDev = static_cast<int>(intAttr(c, "dev", 0, 65535, -1));
       n.name = c.attrOr("name", "");
       if (n.name.empty()) {
