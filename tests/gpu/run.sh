@@ -14,6 +14,7 @@
 #                 and the `abort` scenario (2 processes).
 #   nccl-compare  braid vs the real NCCL, 1 rank each, in one process (gpu_nccl_compare):
 #                 bitwise outputs, all-reduce 8 B..1 GB, CPU time per call, comm memory.
+#   call-cost     gpu_call_cost: host cost of the CUDA calls on the enqueue path, tiny copies.
 #   api-graph     CUDA graph (100 replays) and abort within 1 s through the API (2 threads).
 #   torch         PyTorch drop-in (torch_dropin.py, LD_PRELOAD), world sizes 2 and 4 on GPU 0.
 #   executor      gpu_executor_test: the executor alone (ranks as threads), 1/2/4/8 ranks.
@@ -44,7 +45,7 @@ if [ "${1:-}" = "--part" ]; then
         *) rc_all=1; echo "SUMMARY abort FAIL(rc=$rc)" ;;
       esac
       for n in 1 2 4 8; do
-        case $n in 1) t=25 ;; 2) t=35 ;; 4) t=50 ;; *) t=100 ;; esac  # np=8 gets what is left
+        case $n in 1) t=25 ;; 2) t=35 ;; 4) t=50 ;; *) t=150 ;; esac  # np=8 gets what is left
         [ "$(left)" -lt "$t" ] && t=$(left)
         if [ -n "$skip_rest" ] || [ "$t" -lt 10 ]; then
           echo "SUMMARY np=$n not run (${skip_rest:-no time left})"; rc_all=1; continue
@@ -154,6 +155,7 @@ if [ -n "$real_nccl" ]; then
 else
   skip nccl-compare "no real libnccl.so.2 found (set NCCL_REAL_LIB)"
 fi
+section call-cost "${LIMIT_CALL_COST:-30}" "$build/tests/gpu/gpu_call_cost"
 # 3. CUDA graph + 100 replays and abort through the API (2 ranks as threads on GPU 0).
 section api-graph "${LIMIT_API_GRAPH:-60}" "$build/tests/gpu/gpu_api_graph_abort"
 section api-bad-input "${LIMIT_BAD_INPUT:-30}" "$build/tests/gpu/gpu_api_bad_input"

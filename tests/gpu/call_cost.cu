@@ -1,0 +1,117 @@
+// What the CUDA calls on a collective's host path cost on this machine: host time per call of
+// each runtime call that braid's enqueue path may make, and the GPU time of the two ways to
+// run a tiny copy (cudaMemcpyAsync, a one-block kernel), timed alone and back to back.
+// It explains the 1-rank latency and CPU-per-call numbers of gpu_nccl_compare.
+//   gpu_call_cost            (exit 77 without a GPU)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+namespace {
+
+#define CK(x)                                                                              \
+  do {                                                                                     \
+    cudaError_t e_ = (x);                                                                  \
+    if (e_ != cudaSuccess) {                                                               \
+      std::printf("FAIL %s: %s\n", #x, cudaGetErrorString(e_));                            \
+      std::exit(1);                                                                        \
+    }                                                                                      \
+  } while (0)
+
+__global__ void emptyKernel() {}
+
+__global__ void copyKernel(const uint4* src, uint4* dst, size_t n16) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n16; i += size_t(gridDim.x) * blockDim.x) dst[i] = src[i];
+}
+
+template <class F>
+double hostUsPerCall(int calls, F&& f) {
+  for (int i = 0; i < 100; ++i) f();
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < calls; ++i) f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() * 1e6 / calls;
+}
+
+// GPU time (us) of `per` back-to-back enqueues of f, between two events; median of 15, per enqueue.
+template <class F>
+double gpuUs(cudaStream_t s, int per, F&& f) {
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  std::vector<double> v;
+  for (int i = -3; i < 15; ++i) {
+    CK(cudaStreamSynchronize(s));
+    CK(cudaEventRecord(a, s));
+    for (int k = 0; k < per; ++k) f();
+    CK(cudaEventRecord(b, s));
+    CK(cudaEventSynchronize(b));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    if (i >= 0) v.push_back(ms * 1000.0 / per);
+  }
+  std::sort(v.begin(), v.end());
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main() {
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    std::printf("SKIP no CUDA device\n");
+    return 77;
+  }
+  CK(cudaSetDevice(0));
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  void *d0 = nullptr, *d1 = nullptr;
+  CK(cudaMalloc(&d0, 1 << 20));
+  CK(cudaMalloc(&d1, 1 << 20));
+  std::vector<char> host(4096);
+  const int calls = 20000;
+  std::printf("host time per call (us, %d calls):\n", calls);
+  cudaPointerAttributes attr;
+  std::printf("  cudaPointerGetAttributes(device)   %.3f\n", hostUsPerCall(calls, [&] { (void)cudaPointerGetAttributes(&attr, d0); }));
+  std::printf("  cudaPointerGetAttributes(host)     %.3f\n", hostUsPerCall(calls, [&] { (void)cudaPointerGetAttributes(&attr, host.data()); }));
+  cudaStreamCaptureStatus cs;
+  std::printf("  cudaStreamIsCapturing              %.3f\n", hostUsPerCall(calls, [&] { (void)cudaStreamIsCapturing(s, &cs); }));
+  int dev = 0;
+  std::printf("  cudaStreamGetDevice                %.3f\n", hostUsPerCall(calls, [&] { (void)cudaStreamGetDevice(s, &dev); }));
+  std::printf("  cudaGetDevice                      %.3f\n", hostUsPerCall(calls, [&] { (void)cudaGetDevice(&dev); }));
+  std::printf("  cudaSetDevice(current)             %.3f\n", hostUsPerCall(calls, [&] { (void)cudaSetDevice(0); }));
+  std::printf("  cudaGetLastError                   %.3f\n", hostUsPerCall(calls, [&] { (void)cudaGetLastError(); }));
+  CK(cudaStreamSynchronize(s));
+  std::printf("  cudaMemcpyAsync 8 B D2D            %.3f\n", hostUsPerCall(calls, [&] { (void)cudaMemcpyAsync(d1, d0, 8, cudaMemcpyDeviceToDevice, s); }));
+  CK(cudaStreamSynchronize(s));
+  std::printf("  empty kernel <<<1,32>>>            %.3f\n", hostUsPerCall(calls, [&] { emptyKernel<<<1, 32, 0, s>>>(); }));
+  CK(cudaStreamSynchronize(s));
+  auto src = static_cast<const uint4*>(d0);
+  auto dst = static_cast<uint4*>(d1);
+  std::printf("  copy kernel <<<1,64>>>             %.3f\n", hostUsPerCall(calls, [&] { copyKernel<<<1, 64, 0, s>>>(src, dst, 1); }));
+  CK(cudaStreamSynchronize(s));
+  cudaEvent_t ev;
+  CK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  std::printf("  cudaEventRecord                    %.3f\n", hostUsPerCall(calls, [&] { (void)cudaEventRecord(ev, s); }));
+  CK(cudaStreamSynchronize(s));
+
+  std::printf("GPU time per op (us): alone (event pair around one op) | back to back (200 ops)\n");
+  for (size_t bytes : {size_t(16), size_t(2048), size_t(131072)}) {
+    size_t n16 = bytes / 16;
+    unsigned blocks = unsigned(std::min<size_t>(132, (n16 + 511) / 512));
+    double m1 = gpuUs(s, 1, [&] { (void)cudaMemcpyAsync(d1, d0, bytes, cudaMemcpyDeviceToDevice, s); });
+    double mN = gpuUs(s, 200, [&] { (void)cudaMemcpyAsync(d1, d0, bytes, cudaMemcpyDeviceToDevice, s); });
+    double k1 = gpuUs(s, 1, [&] { copyKernel<<<blocks, 512, 0, s>>>(src, dst, n16); });
+    double kN = gpuUs(s, 200, [&] { copyKernel<<<blocks, 512, 0, s>>>(src, dst, n16); });
+    std::printf("  %7zu B  cudaMemcpyAsync %6.2f | %6.2f    copy kernel %6.2f | %6.2f\n", bytes, m1, mN, k1, kN);
+  }
+  CK(cudaGetLastError());
+  std::printf("SUMMARY call-cost measured\n");
+  return 0;
+}
