@@ -34,7 +34,8 @@ cudaError_t preloadAllKernels() {
     if (e != cudaSuccess) return e;
   }
   cudaFuncAttributes attributes;
-  return cudaFuncGetAttributes(&attributes, uploadKernel);
+  cudaError_t e = cudaFuncGetAttributes(&attributes, uploadKernel);
+  return e == cudaSuccess ? preloadCopyKernels() : e;
 }
 
 cudaError_t launchUpload(const UploadParams& params, cudaStream_t stream) {

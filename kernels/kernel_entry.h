@@ -15,6 +15,9 @@ extern const ExecutorLauncher kExecutorLaunchers[kNumElemTypes];
 // Loads every kernel's module on the current device (see preloadKernels in executor.h).
 cudaError_t preloadAllKernels();
 
+// Loads copy.cu's kernels (called by preloadAllKernels).
+cudaError_t preloadCopyKernels();
+
 // Copies params.bytes bytes of params.data to params.dst, in stream order.
 cudaError_t launchUpload(const UploadParams& params, cudaStream_t stream);
 

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <map>
+#include <span>
 
 #include "api/group.h"
 #include "api/plan.h"
@@ -104,7 +105,7 @@ void addP2p(HostRun& run, ncclComm* comm, const std::vector<const Task*>& tasks)
   }
 }
 
-ncclResult_t runHostTasks(std::vector<const Task*>& tasks) {
+ncclResult_t runHostTasks(std::span<const Task* const> tasks) {
   // A host-memory call with a stream completes after the stream's earlier work.
   for (const Task* t : tasks)
     if (t->stream && cudaStreamSynchronize(t->stream) != cudaSuccess) {
@@ -141,7 +142,7 @@ ncclResult_t runHostTasks(std::vector<const Task*>& tasks) {
 // NCCL's ring model: latency per step plus the bytes each link carries over its bandwidth.
 // Device work uses the topology's per-link estimate (comm->ringBandwidth, GB/s); host work
 // the CPU engine's measured copy rate on a small machine (~5 GB/s).
-float estimateMicroseconds(const std::vector<Task>& tasks) {
+float estimateMicroseconds(std::span<const Task> tasks) {
   double us = 0;
   for (const Task& t : tasks) {
     int n = t.comm->nRanks;
@@ -157,12 +158,17 @@ float estimateMicroseconds(const std::vector<Task>& tasks) {
 
 }  // namespace
 
-ncclResult_t runDeviceTasks(std::vector<const Task*>& tasks);
+ncclResult_t runDeviceTasks(std::span<const Task* const> tasks);
 
-ncclResult_t executeTasks(std::vector<Task>& tasks, ncclSimInfo_t* simInfo) {
+ncclResult_t executeTasks(std::span<Task> tasks, ncclSimInfo_t* simInfo) {
   if (simInfo) {
     simInfo->estimatedTime = estimateMicroseconds(tasks);
     return ncclSuccess;
+  }
+  if (tasks.size() == 1) {  // a call outside a group: no allocation on this path
+    const Task* one[1] = {&tasks[0]};
+    if (one[0]->count == 0) return ncclSuccess;
+    return one[0]->onDevice ? runDeviceTasks(one) : runHostTasks(one);
   }
   std::vector<const Task*> host, device;
   for (const Task& t : tasks) {

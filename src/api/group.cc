@@ -63,8 +63,7 @@ ncclResult_t submit(Task task) {
     tls.tasks.push_back(task);
     return ncclSuccess;
   }
-  std::vector<Task> one{task};
-  return executeTasks(one, nullptr);
+  return executeTasks(std::span<Task>(&task, 1), nullptr);
 }
 
 void deferInit(ncclComm* comm, std::function<ncclResult_t()> job, bool blocking) {

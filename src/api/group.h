@@ -2,6 +2,7 @@
 // communicator inits issued by this thread; groups nest; one group may span communicators.
 #pragma once
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "api/task.h"
@@ -22,6 +23,6 @@ ncclResult_t groupStart();
 ncclResult_t groupEnd(ncclSimInfo_t* simInfo);
 
 // Runs one group's tasks: host-memory work on the CPU engine, device work on streams.
-ncclResult_t executeTasks(std::vector<Task>& tasks, ncclSimInfo_t* simInfo);
+ncclResult_t executeTasks(std::span<Task> tasks, ncclSimInfo_t* simInfo);
 
 }  // namespace braid::api
