@@ -211,6 +211,7 @@ ncclResult_t enqueueKernel(const Launch& w, const Tables& t, const PackedKernel&
   params.errorOut = w.errorOut;
   params.slotBytes = t.slotBytes;
   params.nSlots = t.nSlots;
+  params.flags = w.peersOnThisGpu ? kPeersOnThisGpu : 0;
 
   unsigned char* spilled = nullptr;
   cudaError_t e = cudaSuccess;

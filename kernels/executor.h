@@ -63,6 +63,7 @@ struct Launch {
   const volatile uint32_t* abortFlag = nullptr;  // device-visible (host-mapped); nonzero = abort
   uint32_t* errorOut = nullptr;                  // device-visible (host-mapped); gets a DeviceError; may be null
   int threadsPerBlock = 512;                     // a multiple of 32, at most 512
+  bool peersOnThisGpu = false;                   // every peer's kernels run on this GPU (cheaper fences)
 };
 
 // Enqueues the work: one kernel per element type present (ops that only move bytes share

@@ -13,14 +13,33 @@ namespace braid::kernels::device {
 
 constexpr int kMaxThreads = 512;
 constexpr uint32_t kSpinsPerAbortCheck = 1000;
+// A step moves through the FIFO in slices of at most a slot. Cutting it into about
+// kSlicesPerStep slices lets the receiver start on the first while the sender writes the
+// next; below kMinSliceBytes the per-slice handshake would cost more than it overlaps.
+constexpr uint64_t kSlicesPerStep = 4;
+constexpr uint64_t kMinSliceBytes = 32 * 1024;
 
-__device__ inline uint64_t loadAcquireSys(const uint64_t* p) {
+// Counters are read and written with acquire/release at system scope (a peer on another GPU,
+// or host-staged FIFOs), or at GPU scope when every peer runs on this GPU.
+__device__ inline uint64_t loadAcquire(const uint64_t* p, bool gpuScope) {
   uint64_t v;
-  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  if (gpuScope) asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  else asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
-__device__ inline void storeReleaseSys(uint64_t* p, uint64_t v) {
-  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+__device__ inline void storeRelease(uint64_t* p, uint64_t v, bool gpuScope) {
+  if (gpuScope) asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+  else asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+// Elements per slice of a step of `count` elements. Both ends of a connection see the same
+// count for a step, so they cut it the same way.
+template <typename Raw>
+__device__ inline uint64_t sliceElemsFor(uint64_t count, uint32_t slotBytes) {
+  uint64_t bytes = (count * sizeof(Raw) / kSlicesPerStep + 15) & ~uint64_t(15);
+  if (bytes < kMinSliceBytes) bytes = kMinSliceBytes;
+  if (bytes > slotBytes) bytes = slotBytes;
+  return bytes / sizeof(Raw);
 }
 
 // Block-wide state that thread 0 publishes to the others between barriers.
@@ -50,8 +69,9 @@ __device__ inline void reportError(const KernelParams& p, uint32_t code) {
 
 // Thread 0 only: spin until *counter >= target. False when the abort flag was raised.
 __device__ inline bool waitAtLeast(const KernelParams& p, const uint64_t* counter, uint64_t target) {
+  const bool gpuScope = p.flags & kPeersOnThisGpu;
   uint32_t spins = 0;
-  while (loadAcquireSys(counter) < target) {
+  while (loadAcquire(counter, gpuScope) < target) {
     if (++spins == kSpinsPerAbortCheck) {
       spins = 0;
       if (abortRequested(p)) return false;
@@ -90,13 +110,14 @@ __device__ bool runStep(const LaneContext& c, const DevStep& s, const Combiner<E
 
   // Through FIFOs, one slot per slice. Thread 0 owns the counters: it reads where this
   // connection stands (it wrote the value itself, last), waits, and posts.
-  const uint64_t sliceElems = p.slotBytes / sizeof(Raw);
+  const bool gpuScope = p.flags & kPeersOnThisGpu;
+  const uint64_t sliceElems = sliceElemsFor<Raw>(s.count, p.slotBytes);
   const DevSendEnd* out = hasSend ? &c.sends[s.sendConn] : nullptr;
   const DevRecvEnd* in = hasRecv ? &c.recvs[s.recvConn] : nullptr;
   uint64_t sendStep = 0, recvStep = 0;
   if (threadIdx.x == 0) {
-    if (out != nullptr) sendStep = loadAcquireSys(out->tail);
-    if (in != nullptr) recvStep = loadAcquireSys(in->head);
+    if (out != nullptr) sendStep = loadAcquire(out->tail, gpuScope);
+    if (in != nullptr) recvStep = loadAcquire(in->head, gpuScope);
   }
   for (uint64_t off = 0; off < s.count; off += sliceElems) {
     if (threadIdx.x == 0) {
@@ -122,11 +143,13 @@ __device__ bool runStep(const LaneContext& c, const DevStep& s, const Combiner<E
     runSlice(a, combine);
     __syncthreads();
     if (threadIdx.x == 0) {
-      // The barrier ordered every thread's slot writes before this point; the system-scope
-      // fence makes them visible to the peer (another GPU, too) before the counter moves.
-      __threadfence_system();
-      if (out != nullptr) storeReleaseSys(out->tail, ++sendStep);
-      if (in != nullptr) storeReleaseSys(in->head, ++recvStep);
+      // The barrier ordered every thread's slot writes before this point; the fence makes
+      // them visible to the peer (at system scope: another GPU, or host memory, too) before
+      // the counter moves.
+      if (gpuScope) __threadfence();
+      else __threadfence_system();
+      if (out != nullptr) storeRelease(out->tail, ++sendStep, gpuScope);
+      if (in != nullptr) storeRelease(in->head, ++recvStep, gpuScope);
     }
   }
   return true;

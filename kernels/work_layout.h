@@ -72,12 +72,16 @@ struct WorkIndex {
 constexpr size_t kInlineWorkBytes = 3584;  // keeps the kernel's parameters under 4 KiB
 constexpr size_t kUploadChunkBytes = 16384;
 
+// KernelParams::flags
+constexpr uint32_t kPeersOnThisGpu = 1;  // every peer runs on this GPU: GPU-scope fences suffice
+
 struct KernelParams {
   const volatile uint32_t* abortFlag;
   uint32_t* errorOut;
   const unsigned char* spilledWork;  // device copy of the blob, or null: the blob is inline
   uint32_t slotBytes;
   uint32_t nSlots;
+  uint32_t flags;
   WorkIndex index;
   alignas(16) unsigned char inlineWork[kInlineWorkBytes];
 };

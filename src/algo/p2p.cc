@@ -4,10 +4,13 @@
 // peer go, in order, into one lane, and all recvs from one peer into another: each
 // connection (0, sender, receiver) then has exactly one lane at each end, and a send and a
 // recv never wait on each other inside a lane (no deadlock whatever the peers' order).
+// An op of several parts puts part p on channel p: per channel the k-th send still meets the
+// k-th recv, as long as both ends cut the op alike (the same `parts`, from the same count).
 // Sends to oneself pair up with recvs from oneself and become local copies, so executors
 // need no loopback connection; unpaired or mismatched self ops stay as connection steps so
 // that the verifier (and the runtime's checks) see the mismatch.
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "algo/schedule.h"
@@ -36,11 +39,14 @@ RankPlan buildP2p(int rank, int nRanks, const std::vector<P2pOp>& ops) {
   std::vector<size_t> selfSends, selfRecvs;
   const bool selfAsCopies = selfOpsPairUp(ops, rank, &selfSends, &selfRecvs);
 
-  // (send?, peer) -> lane index, in order of first appearance.
-  std::map<std::pair<bool, int>, size_t> laneOf;
-  auto laneFor = [&](bool send, int peer) -> Lane& {
-    auto [it, fresh] = laneOf.try_emplace({send, peer}, plan.lanes.size());
-    if (fresh) plan.lanes.push_back(Lane{});
+  // (send?, peer, channel) -> lane index, in order of first appearance.
+  std::map<std::tuple<bool, int, int>, size_t> laneOf;
+  auto laneFor = [&](bool send, int peer, int channel = 0) -> Lane& {
+    auto [it, fresh] = laneOf.try_emplace({send, peer, channel}, plan.lanes.size());
+    if (fresh) {
+      plan.lanes.push_back(Lane{});
+      plan.lanes.back().channel = channel;
+    }
     return plan.lanes[it->second];
   };
 
@@ -60,16 +66,23 @@ RankPlan buildP2p(int rank, int nRanks, const std::vector<P2pOp>& ops) {
       laneFor(true, kNoPeer).steps.push_back(copy);
       continue;
     }
-    Step step;
-    step.count = op.count;
-    if (op.send) {
-      step.src = sendBuf;
-      step.sendPeer = op.peer;
-    } else {
-      step.dst = recvBuf;
-      step.recvPeer = op.peer;
+    const uint64_t parts = op.parts < 1 ? 1 : op.parts;
+    for (uint64_t part = 0; part < parts; ++part) {
+      const uint64_t begin = op.count * part / parts, end = op.count * (part + 1) / parts;
+      if (end == begin) continue;  // the other end skips the same empty part
+      Step step;
+      step.count = end - begin;
+      if (op.send) {
+        step.src = sendBuf;
+        step.srcOff = begin;
+        step.sendPeer = op.peer;
+      } else {
+        step.dst = recvBuf;
+        step.dstOff = begin;
+        step.recvPeer = op.peer;
+      }
+      laneFor(op.send, op.peer, static_cast<int>(part)).steps.push_back(step);
     }
-    laneFor(op.send, op.peer).steps.push_back(step);
   }
   return plan;
 }

@@ -86,10 +86,13 @@ uint64_t inputCount(Coll c, uint64_t count, int nRanks, int rank, int root);
 uint64_t outputCount(Coll c, uint64_t count, int nRanks, int rank, int root);
 
 // One send or recv of a P2P group; buffer index 2*i (send) or 2*i+1 (recv) for op i.
+// `parts` > 1 cuts the op into that many contiguous parts on channels 0..parts-1 (one lane
+// each, so they move in parallel); a send and its matching recv must use the same parts.
 struct P2pOp {
   bool send = true;
   int peer = 0;
   uint64_t count = 0;
+  uint32_t parts = 1;
 };
 // All P2P ops of one rank in one group, as independent lanes on P2P channels.
 RankPlan buildP2p(int rank, int nRanks, const std::vector<P2pOp>& ops);

@@ -48,9 +48,11 @@ ncclResult_t GpuResources::create(ncclComm* comm, GpuResources** out) {
   int sms = 0;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, comm->cudaDev);
   int sameGpu = 0;
-  for (const PeerInfo& p : comm->peers)
-    if (p.hostHash == comm->peers[comm->rank].hostHash && std::string(p.busId) == comm->peers[comm->rank].busId)
-      ++sameGpu;
+  for (const PeerInfo& p : comm->peers) {
+    bool same = p.hostHash == comm->peers[comm->rank].hostHash && std::string(p.busId) == comm->peers[comm->rank].busId;
+    res->sameGpu_.push_back(same);
+    sameGpu += same;
+  }
   res->maxChannels_ = std::clamp(std::min(32, sms / std::max(1, sameGpu)), comm->config.minCTAs, comm->config.maxCTAs);
   *out = res.release();
   return ncclSuccess;
@@ -62,6 +64,13 @@ int GpuResources::channelsFor(size_t bytes) const {
   // A channel per 512 KiB: small messages stay on one block, large ones use them all.
   size_t want = (bytes + (512u << 10) - 1) / (512u << 10);
   return static_cast<int>(std::clamp<size_t>(want, 1, static_cast<size_t>(maxChannels_)));
+}
+
+uint32_t GpuResources::p2pPartsFor(size_t bytes) {
+  // As for collectives, a channel per 512 KiB; at most 16, which bounds the FIFO memory of a
+  // peer pair at 16 x 2 directions x 2 MiB.
+  constexpr size_t kMaxP2pChannels = 16;
+  return static_cast<uint32_t>(std::clamp<size_t>((bytes + (512u << 10) - 1) / (512u << 10), 1, kMaxP2pChannels));
 }
 
 ncclResult_t GpuResources::ensureLinks(const std::set<std::pair<int, int>>& sends,
@@ -89,6 +98,15 @@ ncclResult_t GpuResources::ensureLinks(const std::set<std::pair<int, int>>& send
   BRAID_INFO(kInit | kAlloc, "rank %d: GPU connections now use %zu bytes of device memory", comm_->rank,
              bytesAllocated());
   return ncclSuccess;
+}
+
+bool GpuResources::hasLinks(const std::set<std::pair<int, int>>& sends,
+                            const std::set<std::pair<int, int>>& recvs) const {
+  for (auto& l : sends)
+    if (!sends_.count(l)) return false;
+  for (auto& l : recvs)
+    if (!recvs_.count(l)) return false;
+  return true;
 }
 
 bool GpuResources::sendEnd(int channel, int peer, transport::FifoSendEnd* out) const {

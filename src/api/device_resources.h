@@ -24,6 +24,8 @@ class GpuResources final : public DeviceResources {
   // Connects the (channel, peer) links that are not connected yet (pairwise with the peers
   // concerned; the peers ask for the matching links in the same call).
   ncclResult_t ensureLinks(const std::set<std::pair<int, int>>& sends, const std::set<std::pair<int, int>>& recvs);
+  // True when every one of these links is connected already.
+  bool hasLinks(const std::set<std::pair<int, int>>& sends, const std::set<std::pair<int, int>>& recvs) const;
   bool sendEnd(int channel, int peer, transport::FifoSendEnd* out) const;
   bool recvEnd(int channel, int peer, transport::FifoRecvEnd* out) const;
 
@@ -32,6 +34,10 @@ class GpuResources final : public DeviceResources {
   uint32_t* errorWordDevice() const { return errorDev_; }
   uint32_t errorWord() const { return errorHost_ ? *errorHost_ : 0; }
   int channelsFor(size_t bytes) const;
+  // Channels (parts) for one send or recv of `bytes`: the same on both ends, whatever their GPU.
+  static uint32_t p2pPartsFor(size_t bytes);
+  // Whether `peer`'s kernels run on this rank's GPU (same host, same PCI bus id).
+  bool peerOnThisGpu(int peer) const { return sameGpu_[peer]; }
   size_t bytesAllocated() const;
   void close(bool abort) override;
   void signalAbort() override {
@@ -51,6 +57,7 @@ class GpuResources final : public DeviceResources {
   volatile uint32_t* errorHost_ = nullptr;
   uint32_t* errorDev_ = nullptr;
   int maxChannels_ = 1;
+  std::vector<bool> sameGpu_;  // by rank
 };
 
 }  // namespace braid::api

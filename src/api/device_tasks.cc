@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <span>
 #include <thread>
 
 #include "api/device_resources.h"
@@ -14,6 +15,7 @@
 #include "core/comm.h"
 #include "core/log.h"
 #include "core/numeric.h"
+#include "kernels/copy.h"
 #include "kernels/executor.h"
 
 namespace braid::api {
@@ -96,7 +98,8 @@ void planP2p(CommLaunch& cl, const std::vector<const Task*>& p2p) {
   std::vector<algo::P2pOp> ops;
   std::vector<void*> bufs(2 * p2p.size(), nullptr);
   for (size_t i = 0; i < p2p.size(); ++i) {
-    ops.push_back({p2p[i]->isSend, p2p[i]->root, p2p[i]->count});
+    size_t bytes = p2p[i]->count * sizeOfType(p2p[i]->type);
+    ops.push_back({p2p[i]->isSend, p2p[i]->root, p2p[i]->count, GpuResources::p2pPartsFor(bytes)});
     bufs[2 * i] = const_cast<void*>(p2p[i]->sendbuff);
     bufs[2 * i + 1] = p2p[i]->recvbuff;
   }
@@ -146,6 +149,9 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
   L.stream = first.stream;
   L.abortFlag = cl.res->abortWordDevice();
   L.errorOut = cl.res->errorWordDevice();
+  L.peersOnThisGpu = true;
+  for (auto& [channel, peer] : cl.sends) L.peersOnThisGpu = L.peersOnThisGpu && cl.res->peerOnThisGpu(peer);
+  for (auto& [channel, peer] : cl.recvs) L.peersOnThisGpu = L.peersOnThisGpu && cl.res->peerOnThisGpu(peer);
   for (auto& [channel, peer] : cl.sends) {
     kernels::SendConn c{channel, peer, {}};
     cl.res->sendEnd(channel, peer, &c.end);
@@ -180,31 +186,61 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
   return ncclSuccess;
 }
 
+// Puts the calling thread's device back when the scope ends.
+struct DeviceRestore {
+  int dev = -1;
+  DeviceRestore() {
+    if (cudaGetDevice(&dev) != cudaSuccess) dev = -1;
+  }
+  ~DeviceRestore() {
+    if (dev >= 0) (void)cudaSetDevice(dev);
+  }
+};
+
+// While a stream is captured in the default (global) mode, CUDA refuses calls like cudaMalloc
+// in every thread. Connection setup makes such calls (nothing of it enters the graph), so this
+// thread relaxes its capture mode for the scope.
+struct RelaxedCapture {
+  cudaStreamCaptureMode saved = cudaStreamCaptureModeRelaxed;
+  RelaxedCapture() { (void)cudaThreadExchangeStreamCaptureMode(&saved); }
+  ~RelaxedCapture() { (void)cudaThreadExchangeStreamCaptureMode(&saved); }
+};
+
 // One rank: every collective with a built-in op is a copy (sum, prod, max, min and avg of
-// one value are the value). The copy engine does it at full bandwidth with no kernel, and in
-// place there is nothing to do.
+// one value are the value), and in place there is nothing to do.
 bool copiesOnOneRank(const Task& t) {
   return t.comm->nRanks == 1 && t.coll != algo::Coll::SendRecv &&
          (!algo::collReduces(t.coll) || static_cast<int>(t.op) < ncclNumOps);
 }
 
+// The copy kernel, on the communicator's device (a legacy default stream is the current
+// device's). This is the whole host path of a 1-rank collective: keep it lean.
 ncclResult_t copyOnOneRank(const Task& t) {
   if (t.sendbuff == t.recvbuff) return ncclSuccess;
-  cudaError_t e = cudaMemcpyAsync(t.recvbuff, t.sendbuff, t.count * sizeOfType(t.type), cudaMemcpyDeviceToDevice,
-                                  t.stream);
-  return e == cudaSuccess ? ncclSuccess : cudaFail(t, "cudaMemcpyAsync", e);
+  const int dev = t.comm->cudaDev;
+  int current = -1;
+  cudaError_t e = cudaGetDevice(&current);
+  if (e == cudaSuccess && current != dev) e = cudaSetDevice(dev);
+  if (e != cudaSuccess) return cudaFail(t, "cudaSetDevice", e);
+  BRAID_CHECK(kernels::preloadKernels(dev));
+  e = kernels::copyAsync(t.recvbuff, t.sendbuff, t.count * sizeOfType(t.type), t.stream);
+  if (current != dev) (void)cudaSetDevice(current);
+  return e == cudaSuccess ? ncclSuccess : cudaFail(t, "the copy kernel's launch", e);
 }
 
 }  // namespace
 
-ncclResult_t runDeviceTasks(std::vector<const Task*>& tasks) {
+ncclResult_t runDeviceTasks(std::span<const Task* const> tasks) {
+  size_t kernelTasks = 0;
+  for (const Task* t : tasks) {
+    if (copiesOnOneRank(*t)) BRAID_CHECK(copyOnOneRank(*t));
+    else ++kernelTasks;
+  }
+  if (kernelTasks == 0) return ncclSuccess;
   std::deque<CommLaunch> launches;
   std::map<ncclComm*, CommLaunch*> byComm;
   for (const Task* t : tasks) {
-    if (copiesOnOneRank(*t)) {
-      BRAID_CHECK(copyOnOneRank(*t));
-      continue;
-    }
+    if (copiesOnOneRank(*t)) continue;
     auto it = byComm.find(t->comm);
     if (it == byComm.end()) {
       CommLaunch& cl = launches.emplace_back();
@@ -213,31 +249,34 @@ ncclResult_t runDeviceTasks(std::vector<const Task*>& tasks) {
     }
     it->second->tasks.push_back(t);
   }
-  if (launches.empty()) return ncclSuccess;
-  int prevDev = -1;
-  cudaGetDevice(&prevDev);
+  DeviceRestore restore;
+  RelaxedCapture relaxed;  // the first call may be captured, and it allocates the connections
+  bool connecting = false;
   for (CommLaunch& cl : launches) {
     if (cudaError_t e = cudaSetDevice(cl.comm->cudaDev); e != cudaSuccess) return cudaFail(*cl.tasks.front(), "cudaSetDevice", e);
     BRAID_CHECK(prepare(cl));
+    connecting = connecting || !cl.res->hasLinks(cl.sends, cl.recvs);
   }
-  ncclResult_t rc = ncclSuccess;
-  if (launches.size() == 1) {
-    rc = connectAndLaunch(launches.front());
-  } else {
-    // Connection setup waits for peers that may be other ranks of this thread's group.
-    std::vector<ncclResult_t> results(launches.size(), ncclSuccess);
-    std::vector<std::thread> threads;
-    for (size_t i = 0; i < launches.size(); ++i)
-      threads.emplace_back([&, i] {
-        cudaSetDevice(launches[i].comm->cudaDev);
-        results[i] = connectAndLaunch(launches[i]);
-      });
-    for (auto& th : threads) th.join();
-    for (ncclResult_t r : results)
-      if (r != ncclSuccess) rc = r;
+  if (launches.size() == 1 || !connecting) {
+    for (CommLaunch& cl : launches) {
+      if (cudaError_t e = cudaSetDevice(cl.comm->cudaDev); e != cudaSuccess) return cudaFail(*cl.tasks.front(), "cudaSetDevice", e);
+      BRAID_CHECK(connectAndLaunch(cl));
+    }
+    return ncclSuccess;
   }
-  if (prevDev >= 0) cudaSetDevice(prevDev);
-  return rc;
+  // Connection setup waits for peers that may be other ranks of this thread's group.
+  std::vector<ncclResult_t> results(launches.size(), ncclSuccess);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < launches.size(); ++i)
+    threads.emplace_back([&, i] {
+      RelaxedCapture relaxedHere;
+      cudaError_t e = cudaSetDevice(launches[i].comm->cudaDev);
+      results[i] = e == cudaSuccess ? connectAndLaunch(launches[i]) : cudaFail(*launches[i].tasks.front(), "cudaSetDevice", e);
+    });
+  for (auto& th : threads) th.join();
+  for (ncclResult_t r : results)
+    if (r != ncclSuccess) return r;
+  return ncclSuccess;
 }
 
 }  // namespace braid::api

@@ -67,12 +67,14 @@ uint64_t planTraffic(const algo::RankPlan& plan, size_t elemSize) {
 // The API's P2P schedule for one ncclSend to (r+1)%n and one ncclRecv from (r-1+n)%n in one
 // group (planP2p in src/api/device_tasks.cc): buildP2p's lanes and steps unchanged, with
 // buildP2p's buffer indices (2i for op i's send buffer, 2i+1 for its recv buffer) renamed to
-// the {input, output} pair that RankGroup gives an op, and the lanes on channel 0 instead
-// of the API's kP2pChannelBase + 0: here nothing else shares the launch, and a channel only
-// names a connection of the same FIFO shape.
+// the {input, output} pair that RankGroup gives an op, and the lanes on channels 0.. instead
+// of the API's kP2pChannelBase + 0..: here nothing else shares the launch, and a channel only
+// names a connection of the same FIFO shape. Each op is cut into a part per channel (the
+// API cuts by size, up to its P2P channel limit).
 algo::RankPlan ringSendRecvPlan(const algo::CollArgs& a) {
   const int n = a.nRanks, r = a.rank;
-  const std::vector<algo::P2pOp> ops = {{true, (r + 1) % n, a.count}, {false, (r - 1 + n) % n, a.count}};
+  const auto parts = static_cast<uint32_t>(std::min(a.nChannels, 16));  // the API's P2P channel limit
+  const std::vector<algo::P2pOp> ops = {{true, (r + 1) % n, a.count, parts}, {false, (r - 1 + n) % n, a.count, parts}};
   algo::RankPlan plan = algo::buildP2p(r, n, ops);
   auto rename = [](uint16_t& buf) {
     if (buf != algo::kNoBuf) buf = buf % 2 == 0 ? algo::kInput : algo::kOutput;

@@ -57,8 +57,9 @@ std::vector<std::vector<P2pOp>> randomGroup(int n, int pairs, std::mt19937& rng)
   for (int i = 0; i < pairs; ++i) {
     const int s = static_cast<int>(rng() % n), r = static_cast<int>(rng() % n);
     const uint64_t count = rng() % 5 == 0 ? 0 : 1 + rng() % 1000;
-    ops[s].push_back({true, r, count});
-    ops[r].push_back({false, s, count});
+    const uint32_t parts = 1 + rng() % 4;  // a matched pair cuts alike
+    ops[s].push_back({true, r, count, parts});
+    ops[r].push_back({false, s, count, parts});
   }
   // Shuffle each rank's ops, keeping the order among ops to the same peer and direction
   // (that order is what NCCL matches on).
@@ -94,6 +95,27 @@ TEST(P2p, RandomGroupsVerify) {
       }
     }
   }
+}
+
+TEST(P2p, PartsGoToTheirOwnChannels) {
+  // 10 elements in 3 parts: [0,3) [3,6) [6,10) on channels 0, 1, 2; 2 elements in 3 parts
+  // leave one part empty on both ends.
+  const RankPlan plan = buildP2p(0, 2, {{true, 1, 10, 3}, {false, 1, 2, 3}});
+  std::map<std::pair<int, bool>, std::vector<std::pair<uint64_t, uint64_t>>> seen;  // (channel, send) -> (off, count)
+  for (const Lane& lane : plan.lanes)
+    for (const Step& s : lane.steps) {
+      const bool send = s.sendPeer == 1;
+      seen[{lane.channel, send}].push_back({send ? s.srcOff : s.dstOff, s.count});
+    }
+  using V = std::vector<std::pair<uint64_t, uint64_t>>;
+  EXPECT_EQ(seen[std::make_pair(0, true)], (V{{0, 3}}));
+  EXPECT_EQ(seen[std::make_pair(1, true)], (V{{3, 3}}));
+  EXPECT_EQ(seen[std::make_pair(2, true)], (V{{6, 4}}));
+  EXPECT_EQ(seen[std::make_pair(0, false)], (V{}));  // 2 * 1 / 3 == 0: empty
+  EXPECT_EQ(seen[std::make_pair(1, false)], (V{{0, 1}}));
+  EXPECT_EQ(seen[std::make_pair(2, false)], (V{{1, 1}}));
+  const VerifyResult r = verifyP2p(2, {{{true, 1, 10, 3}, {false, 1, 2, 3}}, {{false, 0, 10, 3}, {true, 0, 2, 3}}});
+  EXPECT_TRUE(r.ok) << r.summary();
 }
 
 TEST(P2p, MismatchedGroupIsReported) {
