@@ -2,6 +2,19 @@
 // argument names the scenario; the rank prints what it observed and exits 0 when every check
 // it can make locally passed. The driver checks exit codes and output.
 //
+// `mp_rank --threads N <scenario> [args...]` runs N ranks as threads of this one process instead
+// (no launcher needed; under braid-launch only with -np 1, for its timeout): the process makes
+// the unique id, each thread creates its own communicator (concurrently) and runs the scenario
+// with its own rank, device and stream. Lines are prefixed "[rank r] "; the process then prints
+// the totals ("<runs> runs, <wrong> wrong (...)" for `collectives`) and "OK" when every thread
+// passed, and exits 0 (77 when skipped, 1 on a failure, 2 on a usage error). On one GPU, ranks in separate processes
+// are time-sliced; threads of one process share a context and run at the same time. Scenarios
+// whose meaning needs separate processes (a rank exiting, dying, aborting) refuse threads mode.
+// In threads mode with device memory, every rank synchronises its stream and all meet at a
+// barrier before results are copied back or memory is freed or allocated, and meet again before
+// the next collective: memory calls can synchronise the device, shared by all ranks here, while
+// a peer's kernel waits for this rank.
+//
 // `--memory device` (anywhere after the scenario) puts the buffers of `collectives` in GPU
 // memory (device rank % deviceCount, inputs copied in, the call on a CUDA stream, results copied
 // back) and is required by `abort`. CUDA comes from the driver (libcuda.so.1, loaded at run
@@ -11,13 +24,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <barrier>
 #include <chrono>
+#include <condition_variable>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,24 +48,63 @@ using namespace braid;
 
 namespace {
 
-int gRank = 0, gN = 1;
+// This rank (per thread in threads mode); the rank count and the id are the same for all.
+thread_local int gRank = 0;
+int gN = 1;
 ncclUniqueId gId;
+bool gThreads = false;  // --threads: ranks are threads of this process
+
+// Prints one line (fmt ends with a newline), prefixed "[rank r] " in threads mode. One stdio
+// call per line, so lines of different threads do not mix.
+__attribute__((format(printf, 1, 2))) void say(const char* fmt, ...) {
+  std::string line = gThreads ? "[rank " + std::to_string(gRank) + "] " : "";
+  size_t at = line.size();
+  va_list ap, again;
+  va_start(ap, fmt);
+  va_copy(again, ap);
+  int n = std::vsnprintf(nullptr, 0, fmt, ap);
+  va_end(ap);
+  if (n > 0) {
+    line.resize(at + n + 1);
+    std::vsnprintf(line.data() + at, n + 1, fmt, again);
+    line.resize(at + n);
+  }
+  va_end(again);
+  std::fputs(line.c_str(), stdout);
+}
+
+// A check that failed: the rank stops. A process exits 1; a thread unwinds to its start in
+// runThreads, which records the failure and leaves the barrier (its peers may then fail or hang; main()
+// ends the process if they do not finish soon after).
+struct RankFailed {};
+thread_local bool gFailed = false;
+[[noreturn]] void failRank() {
+  if (!gThreads) std::exit(1);
+  gFailed = true;
+  throw RankFailed{};
+}
+
+// Threads mode: all ranks meet here (a no-op for a process).
+std::barrier<>* gBarrier = nullptr;
+void meet() {
+  if (gBarrier) gBarrier->arrive_and_wait();
+}
 
 #define EXPECT_OK(call)                                                                              \
   do {                                                                                               \
     ncclResult_t r_ = (call);                                                                        \
     if (r_ != ncclSuccess) {                                                                         \
-      std::printf("FAIL %s:%d %s -> %d %s | %s\n", __FILE__, __LINE__, #call, r_, ncclGetErrorString(r_), \
-                  ncclGetLastError(nullptr));                                                        \
-      std::exit(1);                                                                                  \
+      say("FAIL %s:%d %s -> %d %s | %s\n", __FILE__, __LINE__, #call, r_, ncclGetErrorString(r_),   \
+          ncclGetLastError(nullptr));                                                                \
+      failRank();                                                                                    \
     }                                                                                                \
   } while (0)
 
 #define EXPECT_TRUE(cond)                                                         \
   do {                                                                            \
     if (!(cond)) {                                                                \
-      std::printf("FAIL %s:%d %s\n", __FILE__, __LINE__, #cond);                  \
-      std::exit(1);                                                               \
+      say("FAIL %s:%d %s\n", __FILE__, __LINE__, #cond);                          \
+      failRank();                                                                 \
     }                                                                             \
   } while (0)
 
@@ -79,10 +136,11 @@ struct Api {
   CUresult (*ctxSynchronize)();
   CUresult (*getErrorString)(CUresult, const char**);
 };
-Api api;
-bool enabled = false;
-int device = -1;
-CUstream stream = nullptr;
+Api api;  // loaded once per process
+// Per rank (per thread in threads mode).
+thread_local bool enabled = false;
+thread_local int device = -1;
+thread_local CUstream stream = nullptr;
 
 const char* errorText(CUresult r) {
   const char* text = nullptr;
@@ -94,9 +152,9 @@ const char* errorText(CUresult r) {
   do {                                                                                  \
     gpu::CUresult r_ = (call);                                                          \
     if (r_ != 0) {                                                                      \
-      std::printf("FAIL %s:%d %s -> CUDA error %d %s\n", __FILE__, __LINE__, #call, r_, \
-                  gpu::errorText(r_));                                                  \
-      std::exit(1);                                                                     \
+      say("FAIL %s:%d %s -> CUDA error %d %s\n", __FILE__, __LINE__, #call, r_,         \
+          gpu::errorText(r_));                                                          \
+      failRank();                                                                       \
     }                                                                                   \
   } while (0)
 
@@ -106,8 +164,10 @@ bool load(void* lib, const char* name, F* out) {
   return *out != nullptr;
 }
 
-// Opens CUDA and makes device rank % count current. Exits 77 ("SKIP") where there is no GPU.
-void start(int rank) {
+// Opens CUDA (once per process) and counts the devices. Exits 77 ("SKIP") where there
+// is no GPU.
+int deviceCount = 0;
+void loadDriver() {
   void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     std::printf("SKIP device memory: no CUDA driver (%s)\n", dlerror());
@@ -125,15 +185,19 @@ void start(int rank) {
     std::printf("FAIL libcuda.so.1 lacks a driver entry point: %s\n", dlerror());
     std::exit(1);
   }
-  int count = 0;
   CUresult r = api.init(0);
-  if (r == 0) r = api.deviceGetCount(&count);
-  if (r != 0 || count == 0) {
+  if (r == 0) r = api.deviceGetCount(&deviceCount);
+  if (r != 0 || deviceCount == 0) {
     std::printf("SKIP device memory: no CUDA device (cuInit/cuDeviceGetCount: %d %s, %d devices)\n", r,
-                r ? errorText(r) : "ok", count);
+                r ? errorText(r) : "ok", deviceCount);
     std::exit(77);
   }
-  device = rank % count;
+}
+
+// Makes device rank % count (its primary context) current in the calling thread and gives the
+// rank its own non-blocking stream. After loadDriver().
+void start(int rank) {
+  device = rank % deviceCount;
   CUdevice dev = 0;
   CUcontext ctx = nullptr;
   CU_OK(api.deviceGet(&dev, device));
@@ -151,7 +215,11 @@ struct Buffer {
     CU_OK(api.memAlloc(&ptr, bytes));
     CU_OK(api.memsetD8(ptr, fill, bytes));
   }
-  ~Buffer() { api.memFree(ptr); }
+  // Not after a failure in threads mode: a peer's kernel may still wait for this rank, and
+  // cuMemFree can wait for the device.
+  ~Buffer() {
+    if (!gFailed) api.memFree(ptr);
+  }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   char* get() const { return reinterpret_cast<char*>(ptr); }
@@ -191,7 +259,7 @@ int scenarioCommId() {
   EXPECT_OK(ncclAllReduce(&value, &value, 1, ncclInt64, ncclSum, comm, nullptr));
   EXPECT_TRUE(value == int64_t(gN) * (gN + 1) / 2);
   EXPECT_OK(ncclCommDestroy(comm));
-  std::printf("OK\n");
+  say("OK\n");
   return 0;
 }
 
@@ -202,11 +270,11 @@ int scenarioInit() {
   EXPECT_OK(ncclCommUserRank(comm, &rank));
   EXPECT_OK(ncclCommCuDevice(comm, &dev));
   EXPECT_TRUE(count == gN && rank == gRank);
-  std::printf("rank %d of %d on device %d\n", rank, count, dev);
+  say("rank %d of %d on device %d\n", rank, count, dev);
   EXPECT_OK(ncclCommFinalize(comm));
   EXPECT_OK(ncclCommDestroy(comm));
   EXPECT_TRUE(ncclCommDestroy(comm) == ncclInvalidArgument);  // a second destroy is reported
-  std::printf("OK\n");
+  say("OK\n");
   return 0;
 }
 
@@ -227,9 +295,9 @@ int scenarioNonBlocking() {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   EXPECT_TRUE(state == ncclSuccess);
-  std::printf("first call returned %d after init, polled %d times\n", rc, polls);
+  say("first call returned %d after init, polled %d times\n", rc, polls);
   EXPECT_OK(ncclCommDestroy(comm));
-  std::printf("OK\n");
+  say("OK\n");
   return 0;
 }
 
@@ -267,7 +335,7 @@ int scenarioSplit() {
   EXPECT_TRUE(sumRanksAllReduce(comm, 1) == gN);
   EXPECT_OK(ncclCommDestroy(child));
   EXPECT_OK(ncclCommDestroy(comm));
-  std::printf("OK\n");
+  say("OK\n");
   return 0;
 }
 
@@ -276,7 +344,7 @@ int scenarioShrink() {
   EXPECT_TRUE(sumRanksAllReduce(comm, 1) == gN);
   if (gRank == gN - 1) {
     // The excluded rank leaves (as a failed rank would); it does not call ncclCommShrink.
-    std::printf("OK\n");
+    say("OK\n");
     std::fflush(stdout);
     _exit(0);
   }
@@ -289,7 +357,7 @@ int scenarioShrink() {
   EXPECT_TRUE(sumRanksAllReduce(child, gRank) == int64_t(gN - 1) * (gN - 2) / 2);
   EXPECT_OK(ncclCommDestroy(child));
   EXPECT_OK(ncclCommAbort(comm));
-  std::printf("OK\n");
+  say("OK\n");
   return 0;
 }
 
@@ -300,7 +368,7 @@ int scenarioDieEarly() {
   auto start = std::chrono::steady_clock::now();
   ncclResult_t rc = ncclCommInitRank(&comm, gN, gId, gRank);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("init returned %d after %.1f s: %s\n", rc, secs, ncclGetLastError(nullptr));
+  say("init returned %d after %.1f s: %s\n", rc, secs, ncclGetLastError(nullptr));
   EXPECT_TRUE(rc != ncclSuccess && comm == nullptr);
   return 0;
 }
@@ -309,7 +377,7 @@ int scenarioMismatch() {
   ncclComm_t comm = initComm();
   std::vector<float> buf(1000 + 1000 * gRank, 1.0f);
   ncclResult_t rc = ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat32, ncclSum, comm, nullptr);
-  std::printf("mismatched allreduce returned %d: %s\n", rc, ncclGetLastError(nullptr));
+  say("mismatched allreduce returned %d: %s\n", rc, ncclGetLastError(nullptr));
   EXPECT_TRUE(rc != ncclSuccess);
   EXPECT_OK(ncclCommAbort(comm));
   return 0;
@@ -322,7 +390,7 @@ int scenarioUnmatchedSend() {
   ncclResult_t rc = ncclSuccess;
   if (gRank == 0) rc = ncclSend(buf.data(), buf.size(), ncclInt32, 1, comm, nullptr);
   else std::this_thread::sleep_for(std::chrono::seconds(4));
-  std::printf("rank %d returned %d: %s\n", gRank, rc, rc ? ncclGetLastError(nullptr) : "");
+  say("rank %d returned %d: %s\n", gRank, rc, rc ? ncclGetLastError(nullptr) : "");
   if (gRank == 0) EXPECT_TRUE(rc != ncclSuccess);
   EXPECT_OK(ncclCommAbort(comm));
   return 0;
@@ -336,6 +404,16 @@ struct CountSet {
   size_t count;
   bool allTypes;
 };
+
+// --fail-at R:K (a test of the failure path): rank R fails before its collective number K.
+int gFailAtRank = -1;
+size_t gFailAtRun = 0;
+
+// Threads mode: each rank's runs and wrong results, for the process's total line.
+struct Totals {
+  size_t runs = 0, wrong = 0;
+};
+std::vector<Totals> gTotals;
 
 int scenarioCollectives(const std::vector<CountSet>& sets) {
   ncclComm_t comm = initComm();
@@ -410,6 +488,13 @@ int scenarioCollectives(const std::vector<CountSet>& sets) {
               }
               default: break;
             }
+            // Threads mode: every rank's buffers are ready (no rank allocates or frees memory
+            // while the collective may run).
+            meet();
+            if (gRank == gFailAtRank && runs == gFailAtRun) {
+              say("FAIL injected before run %zu (--fail-at)\n", runs);
+              failRank();
+            }
             ncclResult_t rc = ncclSuccess;
             switch (coll) {
               case check::Collective::AllReduce: rc = ncclAllReduce(in, out, count, type, ncclOp, comm, stream); break;
@@ -431,23 +516,26 @@ int scenarioCollectives(const std::vector<CountSet>& sets) {
             ++runs;
             if (gpu::enabled && gRank == 0 && std::chrono::steady_clock::now() - lastNote > std::chrono::seconds(5)) {
               lastNote = std::chrono::steady_clock::now();  // progress, for a run that times out
-              std::printf("progress: %zu runs in %.0f s, now %s %s %s count %zu\n", runs,
-                          std::chrono::duration<double>(lastNote - started).count(), check::collectiveName(coll),
-                          check::typeName(type), check::opName(op), count);
+              say("progress: %zu runs in %.0f s, now %s %s %s count %zu\n", runs,
+                  std::chrono::duration<double>(lastNote - started).count(), check::collectiveName(coll),
+                  check::typeName(type), check::opName(op), count);
             }
             if (rc != ncclSuccess) {
-              std::printf("FAIL %s %s %s count %zu inplace %d: returned %d: %s\n", check::collectiveName(coll),
-                          check::typeName(type), check::opName(op), count, inPlace, rc, ncclGetLastError(nullptr));
-              return 1;
+              say("FAIL %s %s %s count %zu inplace %d: returned %d: %s\n", check::collectiveName(coll),
+                  check::typeName(type), check::opName(op), count, inPlace, rc, ncclGetLastError(nullptr));
+              failRank();
             }
+            if (gpu::enabled) CU_OK(gpu::api.streamSynchronize(gpu::stream));
+            // Threads mode: every rank's part of this collective has finished; copying back,
+            // freeing and the next case's allocations are safe until the next meet().
+            meet();
             if (gpu::enabled) {
-              CU_OK(gpu::api.streamSynchronize(gpu::stream));
               ncclResult_t async = ncclSuccess;
               EXPECT_OK(ncclCommGetAsyncError(comm, &async));
               if (async != ncclSuccess) {
-                std::printf("FAIL %s %s %s count %zu inplace %d: async error %d: %s\n", check::collectiveName(coll),
-                            check::typeName(type), check::opName(op), count, inPlace, async, ncclGetLastError(nullptr));
-                return 1;
+                say("FAIL %s %s %s count %zu inplace %d: async error %d: %s\n", check::collectiveName(coll),
+                    check::typeName(type), check::opName(op), count, inPlace, async, ncclGetLastError(nullptr));
+                failRank();
               }
               if (inPlace) {
                 dOne->download(oneBuf.data(), oneBytes);
@@ -458,17 +546,18 @@ int scenarioCollectives(const std::vector<CountSet>& sets) {
             check::CheckResult res = check::check(spec, gRank, hostOut);
             if (res.wrong) {
               ++failures;
-              std::printf("WRONG %s %s %s count %zu inplace %d root %d: %zu of %zu wrong; first: %s\n",
-                          check::collectiveName(coll), check::typeName(type), check::opName(op), count, inPlace, root,
-                          res.wrong, res.checked, res.firstMismatch.c_str());
+              say("WRONG %s %s %s count %zu inplace %d root %d: %zu of %zu wrong; first: %s\n",
+                  check::collectiveName(coll), check::typeName(type), check::opName(op), count, inPlace, root,
+                  res.wrong, res.checked, res.firstMismatch.c_str());
             }
           }
     }
   }
   EXPECT_OK(ncclCommDestroy(comm));
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  std::printf("%zu runs, %zu wrong (%s memory, %.1f s)\n", runs, failures, gpu::enabled ? "device" : "host", secs);
-  if (failures == 0) std::printf("OK\n");
+  say("%zu runs, %zu wrong (%s memory, %.1f s)\n", runs, failures, gpu::enabled ? "device" : "host", secs);
+  if (gThreads) gTotals[gRank] = {runs, failures};
+  if (failures == 0) say("OK\n");
   return failures ? 1 : 0;
 }
 
@@ -477,7 +566,7 @@ int scenarioCollectives(const std::vector<CountSet>& sets) {
 // then drain within 5 s. The other ranks never call the second collective and abort later.
 int scenarioAbort() {
   if (!gpu::enabled) {
-    std::printf("FAIL abort needs --memory device\n");
+    say("FAIL abort needs --memory device\n");
     return 1;
   }
   ncclComm_t comm = initComm();
@@ -492,11 +581,11 @@ int scenarioAbort() {
     EXPECT_OK(ncclAllReduce(in.get(), out.get(), count, ncclFloat32, ncclSum, comm, static_cast<cudaStream_t>(gpu::stream)));
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     gpu::CUresult pending = gpu::api.streamQuery(gpu::stream);
-    std::printf("stream before abort: %s\n", pending == 0 ? "idle (the collective did not wait?)" : "busy");
+    say("stream before abort: %s\n", pending == 0 ? "idle (the collective did not wait?)" : "busy");
     auto t0 = Clock::now();
     ncclResult_t rc = ncclCommAbort(comm);
     double abortSecs = std::chrono::duration<double>(Clock::now() - t0).count();
-    std::printf("ncclCommAbort returned %d after %.3f s\n", rc, abortSecs);
+    say("ncclCommAbort returned %d after %.3f s\n", rc, abortSecs);
     EXPECT_TRUE(rc == ncclSuccess);
     EXPECT_TRUE(abortSecs < 1.0);
     auto t1 = Clock::now();
@@ -504,15 +593,15 @@ int scenarioAbort() {
     while ((q = gpu::api.streamQuery(gpu::stream)) == 600 && Clock::now() - t1 < std::chrono::seconds(5))
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     double drainSecs = std::chrono::duration<double>(Clock::now() - t1).count();
-    std::printf("stream after abort: %s (%d %s) after %.3f s\n", q == 600 ? "STILL BUSY" : "drained", q,
-                q == 0 ? "ok" : gpu::errorText(q), drainSecs);
+    say("stream after abort: %s (%d %s) after %.3f s\n", q == 600 ? "STILL BUSY" : "drained", q,
+        q == 0 ? "ok" : gpu::errorText(q), drainSecs);
     EXPECT_TRUE(q != 600);
-    std::printf("SUMMARY abort %.3fs drain %.3fs\n", abortSecs, drainSecs);
+    say("SUMMARY abort %.3fs drain %.3fs\n", abortSecs, drainSecs);
   } else {
     std::this_thread::sleep_for(std::chrono::milliseconds(2000));
     EXPECT_OK(ncclCommAbort(comm));
   }
-  std::printf("OK\n");
+  say("OK\n");
   return 0;
 }
 
@@ -525,35 +614,31 @@ std::vector<size_t> parseCounts(const char* text) {
   return counts;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  setvbuf(stdout, nullptr, _IOLBF, 0);
-  test::RankEnv env;
-  std::string error;
-  if (argc < 2 || !test::readRankEnv(&env, &error) || !env.launched || !env.hasUniqueId) {
-    std::fprintf(stderr, "mp_rank: start me through the launcher (%s)\n", error.c_str());
-    return 2;
-  }
-  gRank = env.rank;
-  gN = env.nRanks;
-  gId = env.uniqueId;
-  std::string s = argv[1];
-  // Options after the scenario: --memory host|device, --big COUNTS (float32/int64 only, for
-  // `collectives`); the remaining words are the scenario's positional arguments.
+// The scenario and its arguments. Options after the scenario: --memory host|device, --big
+// COUNTS (float32/int64 only, for `collectives`), --fail-at R:K (`collectives`: rank R fails
+// before its run K, counted from 0); the remaining words are positional.
+struct Args {
+  std::string scenario;
   std::vector<std::string> pos;
   std::string memory = "host", big;
-  for (int i = 2; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--memory" && i + 1 < argc) memory = argv[++i];
-    else if (a == "--big" && i + 1 < argc) big = argv[++i];
-    else pos.push_back(a);
-  }
-  if (memory != "host" && memory != "device") {
-    std::fprintf(stderr, "mp_rank: --memory wants host or device, got %s\n", memory.c_str());
-    return 2;
-  }
-  if (memory == "device") gpu::start(gRank);
+};
+
+const char* const kScenarios[] = {"init",      "comm-id",  "nonblocking",    "split", "shrink",
+                                  "die-early", "mismatch", "unmatched-send", "abort", "collectives"};
+// Those that run with ranks as threads; the others need ranks that can exit, die or stay away
+// on their own.
+const char* const kThreadScenarios[] = {"init", "comm-id", "nonblocking", "split", "collectives"};
+
+template <size_t N>
+bool listed(const char* const (&list)[N], const std::string& s) {
+  return std::find(std::begin(list), std::end(list), s) != std::end(list);
+}
+
+// Runs the scenario as rank gRank (this process, or this thread in threads mode). With device
+// memory, after gpu::loadDriver().
+int runScenario(const Args& a) {
+  if (a.memory == "device") gpu::start(gRank);
+  const std::string& s = a.scenario;
   if (s == "init") return scenarioInit();
   if (s == "comm-id") return scenarioCommId();
   if (s == "nonblocking") return scenarioNonBlocking();
@@ -563,14 +648,160 @@ int main(int argc, char** argv) {
   if (s == "mismatch") return scenarioMismatch();
   if (s == "unmatched-send") return scenarioUnmatchedSend();
   if (s == "abort") return scenarioAbort();
-  if (s == "collectives") {
-    std::vector<CountSet> sets;
-    bool all = pos.size() > 1 && pos[1] == "all";
-    for (size_t c : parseCounts(pos.empty() ? "0,1,7" : pos[0].c_str())) sets.push_back({c, all});
-    if (!big.empty())
-      for (size_t c : parseCounts(big.c_str())) sets.push_back({c, false});
-    return scenarioCollectives(sets);
+  std::vector<CountSet> sets;  // collectives
+  bool all = a.pos.size() > 1 && a.pos[1] == "all";
+  for (size_t c : parseCounts(a.pos.empty() ? "0,1,7" : a.pos[0].c_str())) sets.push_back({c, all});
+  if (!a.big.empty())
+    for (size_t c : parseCounts(a.big.c_str())) sets.push_back({c, false});
+  return scenarioCollectives(sets);
+}
+
+// How long the other threads may run on after one failed (it left the barrier; they may wait
+// for it in a collective) before the process ends.
+constexpr int kGraceSeconds = 5;
+
+// Threads mode: n ranks as threads of this process, one communicator each. Returns the exit code.
+int runThreads(int n, const Args& a) {
+  gThreads = true;
+  gN = n;
+  ncclResult_t rc = ncclGetUniqueId(&gId);
+  if (rc != ncclSuccess) {
+    std::printf("FAIL ncclGetUniqueId -> %d %s | %s\n", rc, ncclGetErrorString(rc), ncclGetLastError(nullptr));
+    return 1;
   }
-  std::fprintf(stderr, "mp_rank: unknown scenario %s\n", s.c_str());
-  return 2;
+  std::barrier<> barrier(n);
+  gBarrier = &barrier;
+  gTotals.assign(n, {});
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::vector<int> codes(n, -1);  // -1: still running
+  int finished = 0, firstFailed = -1;
+  auto started = std::chrono::steady_clock::now();
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      gRank = r;
+      int code = 1;
+      try {
+        code = runScenario(a);
+      } catch (const RankFailed&) {
+        code = 1;
+      } catch (const std::exception& e) {
+        gFailed = true;
+        say("FAIL exception: %s\n", e.what());
+      }
+      // Done (or failed): later phases of the barrier no longer wait for this rank.
+      barrier.arrive_and_drop();
+      std::lock_guard<std::mutex> lock(mutex);
+      codes[r] = code;
+      ++finished;
+      if (gFailed && firstFailed < 0) firstFailed = r;
+      cv.notify_all();
+    });
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    cv.wait(lock, [&] { return finished == n || firstFailed >= 0; });
+    if (!cv.wait_for(lock, std::chrono::seconds(kGraceSeconds), [&] { return finished == n; })) {
+      std::string running;
+      for (int r = 0; r < n; ++r)
+        if (codes[r] < 0) running += (running.empty() ? "" : ",") + std::to_string(r);
+      std::printf("FAIL rank(s) %s still running %d s after rank %d failed; exiting\n", running.c_str(),
+                  kGraceSeconds, firstFailed);
+      std::fflush(stdout);
+      _exit(1);  // the threads are blocked in braid or CUDA: no destructors, no joins
+    }
+  }
+  for (std::thread& t : threads) t.join();
+  gBarrier = nullptr;
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::string failed;
+  for (int r = 0; r < n; ++r)
+    if (codes[r] != 0) failed += (failed.empty() ? "" : ",") + std::to_string(r);
+  if (a.scenario == "collectives") {
+    Totals sum;
+    for (const Totals& t : gTotals) {
+      sum.runs += t.runs;
+      sum.wrong += t.wrong;
+    }
+    std::printf("%zu runs, %zu wrong (%s memory, %d ranks as threads, %.1f s)\n", sum.runs, sum.wrong,
+                a.memory.c_str(), n, secs);
+  }
+  if (!failed.empty()) {
+    std::printf("FAIL rank(s) %s of %d failed\n", failed.c_str(), n);
+    return 1;
+  }
+  std::printf("OK\n");
+  return 0;
+}
+
+}  // namespace
+
+// mp_rank [--threads N] <scenario> [--memory host|device] [--big COUNTS] [--fail-at R:K] [args...]
+int main(int argc, char** argv) {
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+  int threads = 0;
+  int first = 1;  // the scenario's index in argv
+  if (argc > 1 && std::string(argv[1]) == "--threads") {
+    if (argc < 3 || !test::parseBoundedInt(argv[2], 1, 1024, &threads)) {
+      std::fprintf(stderr, "mp_rank: --threads wants a rank count in [1, 1024], got %s\n", argc < 3 ? "nothing" : argv[2]);
+      return 2;
+    }
+    first = 3;
+  }
+  if (first >= argc) {
+    std::fprintf(stderr, "usage: mp_rank [--threads N] <scenario> [--memory host|device] [--big COUNTS] "
+                         "[--fail-at R:K] [args...]\n");
+    return 2;
+  }
+  Args a;
+  a.scenario = argv[first];
+  for (int i = first + 1; i < argc; ++i) {
+    std::string w = argv[i];
+    if (w == "--memory" && i + 1 < argc) a.memory = argv[++i];
+    else if (w == "--big" && i + 1 < argc) a.big = argv[++i];
+    else if (w == "--fail-at" && i + 1 < argc) {
+      unsigned long long run = 0;
+      if (std::sscanf(argv[++i], "%d:%llu", &gFailAtRank, &run) != 2 || gFailAtRank < 0) {
+        std::fprintf(stderr, "mp_rank: --fail-at wants RANK:RUN, got %s\n", argv[i]);
+        return 2;
+      }
+      gFailAtRun = run;
+    } else a.pos.push_back(w);
+  }
+  if (a.memory != "host" && a.memory != "device") {
+    std::fprintf(stderr, "mp_rank: --memory wants host or device, got %s\n", a.memory.c_str());
+    return 2;
+  }
+  if (!listed(kScenarios, a.scenario)) {
+    std::fprintf(stderr, "mp_rank: unknown scenario %s\n", a.scenario.c_str());
+    return 2;
+  }
+  test::RankEnv env;
+  std::string error;
+  bool envOk = test::readRankEnv(&env, &error);
+  if (threads > 0) {
+    if (!listed(kThreadScenarios, a.scenario)) {
+      std::fprintf(stderr, "mp_rank: scenario %s needs one process per rank; --threads runs only init, comm-id, "
+                           "nonblocking, split and collectives\n", a.scenario.c_str());
+      return 2;
+    }
+    // The launcher may start this one process (for its time limit); its id is not used.
+    if (!envOk || (env.launched && env.nRanks > 1)) {
+      std::fprintf(stderr, "mp_rank: with --threads, run one process (braid-launch -np 1 at most)%s%s\n",
+                   error.empty() ? "" : ": ", error.c_str());
+      return 2;
+    }
+    if (a.memory == "device") gpu::loadDriver();  // exits 77 without a GPU
+    return runThreads(threads, a);
+  }
+  if (!envOk || !env.launched || !env.hasUniqueId) {
+    std::fprintf(stderr, "mp_rank: start me through the launcher, or use --threads N%s%s\n", error.empty() ? "" : ": ",
+                 error.c_str());
+    return 2;
+  }
+  gRank = env.rank;
+  gN = env.nRanks;
+  gId = env.uniqueId;
+  if (a.memory == "device") gpu::loadDriver();
+  return runScenario(a);
 }

@@ -71,6 +71,55 @@ TEST(MpLarge, EveryTypeAndOpAtOneMillionAndThreeOnTwoRanks) {
   expectAllOk(run(2, {"collectives", "1000003", "all"}, 600));
 }
 
+// Ranks as threads of one process (`mp_rank --threads N`, each thread its own communicator), as
+// tests/gpu/run.sh runs 8 ranks on one GPU; here on host memory. One process, under the
+// launcher for its time limit.
+std::vector<RankResult> runThreads(int n, std::vector<std::string> args, double timeout = 120) {
+  args.insert(args.begin(), {"--threads", std::to_string(n)});
+  return run(1, std::move(args), timeout);
+}
+
+void expectThreadsOk(const std::vector<RankResult>& results, int n, bool collectives = true) {
+  ASSERT_EQ(results.size(), 1u);
+  const RankResult& r = results[0];
+  EXPECT_TRUE(braid::test::succeeded(r)) << braid::test::describeEnd(r) << "\n" << r.output;
+  for (int k = 0; k < n; ++k)
+    EXPECT_NE(r.output.find("[rank " + std::to_string(k) + "] OK\n"), std::string::npos) << "rank " << k << ":\n"
+                                                                                          << r.output;
+  // The process's own total and verdict come last.
+  if (collectives)
+    EXPECT_NE(r.output.find(" 0 wrong (host memory, " + std::to_string(n) + " ranks as threads"), std::string::npos)
+        << r.output;
+  EXPECT_TRUE(r.output.size() >= 4 && r.output.compare(r.output.size() - 4, 4, "\nOK\n") == 0) << r.output;
+}
+
+TEST(MpThreads, FourRanksAsThreadsEveryTypeAndOp) {
+  expectThreadsOk(runThreads(4, {"collectives", "0,1,7,4097", "all"}), 4);
+}
+TEST(MpThreads, ThreeRanksAsThreadsSmallCounts) { expectThreadsOk(runThreads(3, {"collectives", "0,1,7", "all"}), 3); }
+TEST(MpThreads, SplitWithRanksAsThreads) { expectThreadsOk(runThreads(4, {"split"}), 4, false); }
+
+// A thread that fails leaves its peers waiting for it in a collective: the process still ends,
+// a few seconds later, with exit code 1 and the failing rank named.
+TEST(MpThreads, FailingThreadEndsTheProcess) {
+  auto start = std::chrono::steady_clock::now();
+  auto results = runThreads(3, {"collectives", "0,1,7", "--fail-at", "1:5"}, 60);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].exitCode, 1) << braid::test::describeEnd(results[0]) << "\n" << results[0].output;
+  EXPECT_FALSE(results[0].timedOut);
+  EXPECT_LT(secs, 30.0);
+  EXPECT_NE(results[0].output.find("[rank 1] FAIL injected"), std::string::npos) << results[0].output;
+  EXPECT_NE(results[0].output.find("after rank 1 failed"), std::string::npos) << results[0].output;
+}
+
+TEST(MpThreads, ScenariosNeedingProcessesRefuseThreads) {
+  auto results = runThreads(2, {"shrink"}, 30);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].exitCode, 2) << results[0].output;
+  EXPECT_NE(results[0].output.find("needs one process per rank"), std::string::npos) << results[0].output;
+}
+
 TEST(MpConfig, FixedRootFromNcclCommId) {
   std::string port = std::to_string(20000 + getpid() % 20000);
   expectAllOk(run(3, {"comm-id"}, 60, {{"NCCL_COMM_ID", "127.0.0.1:" + port}, {"NCCL_SOCKET_IFNAME", "lo"}}));
