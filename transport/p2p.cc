@@ -1,13 +1,23 @@
-// P2P transport: region layout, export/import of the FIFO regions, teardown.
+// P2P transport: the staging decision, region layout, export/import of the FIFO regions
+// (device memory by CUDA IPC, staged host memory by POSIX shared memory), teardown.
 #include "transport/p2p.h"
 
 #include <cuda_runtime_api.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <set>
 
+#include "core/env.h"
 #include "core/log.h"
 
 namespace braid::transport {
@@ -16,21 +26,25 @@ namespace {
 constexpr size_t kRegionAlign = size_t(2) << 20;  // share whole 2 MiB pages only
 constexpr size_t kCounterBytes = 128;             // one counter per cache line
 constexpr size_t kRecordAlign = 4096;
-constexpr uint32_t kTagHeader = 0x50325000;       // "P2P" + 0: header; +1: entries
-constexpr uint32_t kMagic = 0xb2a1d002;
+constexpr uint32_t kTagHeader = 0x50325000;       // "P2P" + 0: header; +1: entries; +2: ack
+constexpr uint32_t kTagAck = kTagHeader + 2;
+constexpr uint32_t kMagic = 0xb2a1d003;           // 3: staged regions are shared memory, named in the header
+constexpr size_t kShmNameBytes = 128;
 
 enum EntryKind : int32_t { kRecvRecord = 0, kHeadCounter = 1 };
 
-// What a rank tells one peer: where, inside its region, the records for that peer are.
+// What a rank tells one peer: its region, and where in it the records for that peer are.
 struct Header {
   uint32_t magic;
   uint32_t nEntries;
   int64_t pid;
   uint64_t hostHash;
-  uint64_t base;  // the region's address in the sender's process (same-process peers use it)
+  uint64_t base;   // the region's device address in the sender's process (same-process peers use it)
+  uint64_t bytes;  // the region's size
   int32_t hostStaged;
   int32_t pad;
-  cudaIpcMemHandle_t handle;
+  cudaIpcMemHandle_t handle;    // device memory: for cudaIpcOpenMemHandle
+  char shmName[kShmNameBytes];  // staged: the shared-memory object, NUL-terminated
 };
 struct Entry {
   int32_t channel;
@@ -42,8 +56,13 @@ size_t roundUp(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
 bool sameProcess(const P2pPeerInfo& a, const P2pPeerInfo& b) { return a.hostHash == b.hostHash && a.pid == b.pid; }
 
-ncclResult_t cudaFail(const char* what, cudaError_t e) {
-  return fail(ncclUnhandledCudaError, "p2p: %s: %s", what, cudaGetErrorString(e));
+ncclResult_t cudaFail(int rank, const char* what, cudaError_t e) {
+  (void)cudaGetLastError();  // leave no (non-sticky) error behind for the next CUDA call
+  return fail(ncclUnhandledCudaError, "p2p: rank %d: %s: %s", rank, what, cudaGetErrorString(e));
+}
+
+ncclResult_t sysFail(int rank, const char* what, const char* name, int err) {
+  return fail(ncclSystemError, "p2p: rank %d: %s(%s): %s", rank, what, name, std::strerror(err));
 }
 
 class DeviceScope {
@@ -60,14 +79,200 @@ class DeviceScope {
   bool switched_ = false;
 };
 
-// Can `from`'s device load and store `to`'s device memory directly?
+// Can `fromDev` load and store `toDev`'s memory directly? (Ordinals of this process.)
 bool peerAccessible(int fromDev, int toDev) {
   if (fromDev == toDev) return true;
   int can = 0;
-  return cudaDeviceCanAccessPeer(&can, fromDev, toDev) == cudaSuccess && can != 0;
+  cudaError_t e = cudaDeviceCanAccessPeer(&can, fromDev, toDev);
+  if (e != cudaSuccess) (void)cudaGetLastError();  // counts as "no": the region is staged
+  return e == cudaSuccess && can != 0;
+}
+
+// This process's ordinal of the GPU at `busId`, or -1 when it is not visible here.
+int deviceByBusId(int64_t busId) {
+  if (busId < 0) return -1;
+  int dev = -1;
+  if (cudaDeviceGetByPCIBusId(&dev, busIdString(busId).c_str()) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return dev;
+}
+
+// "/braid-fifo-<pid>-<rank>-<counter>-<random>": unique on this host, also across pid
+// namespaces that share /dev/shm (shm_open's O_EXCL refuses a clash rather than share).
+std::string uniqueShmName(int rank) {
+  static std::atomic<uint64_t> counter{0};
+  uint64_t random = 0;
+  if (getentropy(&random, sizeof(random)) != 0)
+    random = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()) ^ uint64_t(uintptr_t(&random));
+  char name[kShmNameBytes];
+  std::snprintf(name, sizeof(name), "/braid-fifo-%lld-%d-%llu-%016llx", static_cast<long long>(getpid()), rank,
+                static_cast<unsigned long long>(counter.fetch_add(1)), static_cast<unsigned long long>(random));
+  return name;
+}
+
+// Maps the shared-memory object `name` of `bytes` into this process (creating it, zero
+// filled, when `create`) and registers it with CUDA as mapped, portable pinned memory.
+// On failure it undoes what it did, including the name it created.
+ncclResult_t mapShared(int rank, const char* name, size_t bytes, bool create, void** host, void** dev) {
+  int fd = shm_open(name, create ? O_RDWR | O_CREAT | O_EXCL : O_RDWR, 0600);
+  if (fd < 0) return sysFail(rank, "shm_open", name, errno);
+  int err = 0;
+  const char* what = "";
+  if (create) {
+    // ftruncate sizes it; posix_fallocate takes the pages now, so that a full /dev/shm
+    // fails here with ENOSPC instead of with SIGBUS at the first touch.
+    if (ftruncate(fd, off_t(bytes)) != 0) err = errno, what = "ftruncate";
+    else if (int e = posix_fallocate(fd, 0, off_t(bytes)); e != 0) err = e, what = "posix_fallocate";
+  } else {
+    struct stat st {};
+    if (fstat(fd, &st) != 0) {
+      err = errno, what = "fstat";
+    } else if (st.st_size < off_t(bytes)) {
+      (void)::close(fd);
+      return fail(ncclInternalError, "p2p: rank %d: shared-memory object %s has %lld bytes, not the %zu announced", rank,
+                  name, static_cast<long long>(st.st_size), bytes);
+    }
+  }
+  void* p = MAP_FAILED;
+  if (err == 0) {
+    p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) err = errno, what = "mmap";
+  }
+  if (::close(fd) != 0 && err == 0) err = errno, what = "close";  // the mapping keeps the object
+  if (err != 0) {
+    if (p != MAP_FAILED) (void)munmap(p, bytes);
+    if (create) (void)shm_unlink(name);
+    return sysFail(rank, what, name, err);
+  }
+  char what2[64 + kShmNameBytes];
+  std::snprintf(what2, sizeof(what2), "cudaHostRegister of %s (%zu bytes)", name, bytes);
+  void* d = nullptr;
+  cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable);
+  if (e == cudaSuccess) {
+    std::snprintf(what2, sizeof(what2), "cudaHostGetDevicePointer of %s", name);
+    e = cudaHostGetDevicePointer(&d, p, 0);
+    if (e != cudaSuccess) (void)cudaHostUnregister(p);
+  }
+  if (e != cudaSuccess) {
+    (void)munmap(p, bytes);
+    if (create) (void)shm_unlink(name);
+    return cudaFail(rank, what2, e);
+  }
+  *host = p;
+  *dev = d;
+  return ncclSuccess;
+}
+
+ncclResult_t unmapShared(int rank, void* host, size_t bytes) {
+  ncclResult_t result = ncclSuccess;
+  cudaError_t e = cudaHostUnregister(host);
+  if (e != cudaSuccess) result = cudaFail(rank, "cudaHostUnregister of a staged FIFO region", e);
+  if (munmap(host, bytes) != 0 && result == ncclSuccess) result = sysFail(rank, "munmap", "staged FIFO region", errno);
+  return result;
+}
+
+// "rank 1 (no peer access between GPUs 0000:18:00.0 and 0000:2a:00.0)"
+std::string describe(const P2pPeerInfo& self, const P2pPeerInfo& peer, int p, StageReason r) {
+  char s[160];
+  switch (r) {
+    case StageReason::kP2pDisabled:
+      std::snprintf(s, sizeof(s), "rank %d (NCCL_P2P_DISABLE)", p);
+      break;
+    case StageReason::kNoPeerAccess:
+      std::snprintf(s, sizeof(s), "rank %d (no peer access between GPUs %s and %s)", p, busIdString(self.busId).c_str(),
+                    busIdString(peer.busId).c_str());
+      break;
+    case StageReason::kGpuNotVisible:
+      std::snprintf(s, sizeof(s), "rank %d (its GPU %s is not visible in this process)", p, busIdString(peer.busId).c_str());
+      break;
+    case StageReason::kNone:
+      std::snprintf(s, sizeof(s), "rank %d (direct)", p);
+      break;
+  }
+  return s;
+}
+
+// Peer p's region as this process reaches it.
+struct Imported {
+  char* base = nullptr;  // the kernels' address of the region
+  void* ipc = nullptr;   // to cudaIpcCloseMemHandle
+  void* host = nullptr;  // to cudaHostUnregister and munmap
+  size_t bytes = 0;
+};
+
+ncclResult_t importRegion(int me, int p, const P2pPeerInfo& self, const P2pPeerInfo& peer, const Header& h,
+                          StageReason reason, Imported* out) {
+  if (!h.hostStaged && (reason == StageReason::kNoPeerAccess || reason == StageReason::kGpuNotVisible))
+    return fail(ncclSystemError,
+                "p2p: rank %d: rank %d put its FIFOs in device memory of GPU %s, which this rank's GPU %s cannot "
+                "access (%s); set NCCL_P2P_DISABLE=1 on every rank to stage them in host memory",
+                me, p, busIdString(peer.busId).c_str(), busIdString(self.busId).c_str(), stageReasonName(reason));
+  if (h.pid == self.pid && h.hostHash == self.hostHash) {
+    out->base = reinterpret_cast<char*>(h.base);  // device or staged: the same address here
+    if (!h.hostStaged && peer.cudaDev != self.cudaDev) {
+      cudaError_t e = cudaDeviceEnablePeerAccess(peer.cudaDev, 0);
+      if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
+      else if (e != cudaSuccess) return cudaFail(me, "cudaDeviceEnablePeerAccess", e);
+    }
+    return ncclSuccess;
+  }
+  if (h.hostStaged) {
+    if (std::memchr(h.shmName, 0, sizeof(h.shmName)) == nullptr || h.bytes == 0)
+      return fail(ncclInternalError, "p2p: rank %d: rank %d sent a malformed staged-region header", me, p);
+    void* dev = nullptr;
+    BRAID_CHECK(mapShared(me, h.shmName, h.bytes, false, &out->host, &dev));
+    out->bytes = h.bytes;
+    out->base = static_cast<char*>(dev);
+    return ncclSuccess;
+  }
+  void* mapped = nullptr;
+  cudaError_t e = cudaIpcOpenMemHandle(&mapped, h.handle, cudaIpcMemLazyEnablePeerAccess);
+  if (e != cudaSuccess) return cudaFail(me, "cudaIpcOpenMemHandle", e);
+  out->ipc = mapped;
+  out->base = static_cast<char*>(mapped);
+  return ncclSuccess;
 }
 
 }  // namespace
+
+const char* stageReasonName(StageReason r) {
+  switch (r) {
+    case StageReason::kNone: return "direct";
+    case StageReason::kP2pDisabled: return "NCCL_P2P_DISABLE";
+    case StageReason::kNoPeerAccess: return "no peer access";
+    case StageReason::kGpuNotVisible: return "GPU not visible in this process";
+  }
+  return "?";
+}
+
+std::string busIdString(int64_t busId) {
+  if (busId < 0) return "?";
+  char s[32];
+  std::snprintf(s, sizeof(s), "%04x:%02x:%02x.%x", unsigned(busId >> 20), unsigned((busId >> 12) & 0xff),
+                unsigned((busId >> 4) & 0xff), unsigned(busId & 0xf));
+  return s;
+}
+
+std::vector<StageReason> planStaging(const P2pPeerInfo& self, const std::vector<P2pPeerInfo>& peers,
+                                     const std::vector<int>& linked, bool p2pDisabled, const GpuQueries& gpu) {
+  std::vector<StageReason> reasons;
+  for (int p : linked) {
+    const P2pPeerInfo& peer = peers[size_t(p)];
+    const bool local = sameProcess(peer, self);
+    StageReason r = StageReason::kNone;
+    const bool sameGpu = (local && peer.cudaDev == self.cudaDev) || (self.busId >= 0 && peer.busId == self.busId);
+    if (!sameGpu) {
+      const int dev = local ? peer.cudaDev : gpu.deviceByBusId(peer.busId);
+      if (dev < 0) r = StageReason::kGpuNotVisible;
+      else if (!gpu.canAccessPeer(self.cudaDev, dev) || !gpu.canAccessPeer(dev, self.cudaDev)) r = StageReason::kNoPeerAccess;
+    }
+    if (r == StageReason::kNone && p2pDisabled) r = StageReason::kP2pDisabled;
+    reasons.push_back(r);
+  }
+  return reasons;
+}
 
 ncclResult_t P2pTransport::connect(Bootstrap& boot, const std::vector<P2pPeerInfo>& peers, const P2pOptions& options,
                                    const std::vector<P2pLink>& sendTo, const std::vector<P2pLink>& recvFrom,
@@ -77,23 +282,28 @@ ncclResult_t P2pTransport::connect(Bootstrap& boot, const std::vector<P2pPeerInf
   if (options.slotBytes == 0 || options.slotBytes % 16 != 0 || options.nSlots == 0)
     return fail(ncclInvalidArgument, "p2p: FIFO of %u slots of %u bytes; need at least one slot, a multiple of 16 bytes", options.nSlots, options.slotBytes);
   const P2pPeerInfo& self = peers[me];
-  std::set<int> linked;
+  std::set<int> linkedSet;
   for (const auto* links : {&sendTo, &recvFrom}) {
     for (const P2pLink& l : *links) {
       if (l.peer < 0 || size_t(l.peer) >= peers.size()) return fail(ncclInvalidArgument, "p2p: link to rank %d of %zu", l.peer, peers.size());
-      linked.insert(l.peer);
+      if (peers[l.peer].hostHash != self.hostHash)
+        return fail(ncclInvalidUsage, "p2p: rank %d: rank %d is on another host; this transport links ranks of one host", me, l.peer);
+      linkedSet.insert(l.peer);
     }
   }
+  const std::vector<int> linked(linkedSet.begin(), linkedSet.end());
 
-  // Host staging: only between ranks of one process whose GPUs cannot reach each other.
-  bool stage = false;
-  for (int p : linked) {
-    const P2pPeerInfo& peer = peers[p];
-    if (peer.cudaDev == self.cudaDev && (sameProcess(peer, self) || peer.busId == self.busId)) continue;
-    bool direct = sameProcess(peer, self) ? peerAccessible(self.cudaDev, peer.cudaDev) && peerAccessible(peer.cudaDev, self.cudaDev)
-                                          : true;  // across processes, checked on import below
-    if (!direct) stage = true;
+  // Stage this rank's region in host memory when P2P is off or a linked GPU cannot reach it.
+  const bool p2pDisabled = env::getInt("NCCL_P2P_DISABLE", 0) != 0;
+  const std::vector<StageReason> reasons = planStaging(self, peers, linked, p2pDisabled, GpuQueries{deviceByBusId, peerAccessible});
+  bool stage = p2pDisabled;
+  std::string why;
+  for (size_t i = 0; i < linked.size(); ++i) {
+    if (reasons[i] == StageReason::kNone) continue;
+    stage = true;
+    why += (why.empty() ? "" : ", ") + describe(self, peers[linked[i]], linked[i], reasons[i]);
   }
+  if (!why.empty()) BRAID_INFO(kInit | kP2p, "p2p: rank %d stages its FIFO region in host memory for %s", me, why.c_str());
 
   std::unique_ptr<P2pTransport> t(new P2pTransport());
   t->boot_ = &boot;
@@ -114,37 +324,47 @@ ncclResult_t P2pTransport::connect(Bootstrap& boot, const std::vector<P2pPeerInf
 
   cudaError_t e;
   if (stage) {
-    e = cudaHostAlloc(reinterpret_cast<void**>(&t->region_), t->regionBytes_, cudaHostAllocMapped | cudaHostAllocPortable);
-    if (e != cudaSuccess) return cudaFail("cudaHostAlloc of the staged FIFO region", e);
-    std::memset(t->region_, 0, t->regionBytes_);
+    // Shared memory that peers in other processes map by name (new, so zero-filled).
+    const std::string name = uniqueShmName(me);
+    void *host = nullptr, *dev = nullptr;
+    BRAID_CHECK(mapShared(me, name.c_str(), t->regionBytes_, true, &host, &dev));
+    t->shmName_ = name;  // unlinked below once every peer has mapped it, or by releaseLocal()
+    t->region_ = static_cast<char*>(host);
+    t->regionDev_ = static_cast<char*>(dev);
     t->hostStaged_ = true;
   } else {
-    e = cudaMalloc(reinterpret_cast<void**>(&t->region_), t->regionBytes_);
-    if (e != cudaSuccess) return cudaFail("cudaMalloc of the FIFO region", e);
+    void* mem = nullptr;
+    e = cudaMalloc(&mem, t->regionBytes_);
+    if (e != cudaSuccess) return cudaFail(me, "cudaMalloc of the FIFO region", e);
+    t->region_ = t->regionDev_ = static_cast<char*>(mem);
     cudaStream_t s;
     e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     if (e == cudaSuccess) {
       e = cudaMemsetAsync(t->region_, 0, t->regionBytes_, s);
       cudaError_t f = cudaStreamSynchronize(s);
       if (e == cudaSuccess) e = f;
-      (void)cudaStreamDestroy(s);
+      f = cudaStreamDestroy(s);
+      if (e == cudaSuccess) e = f;
     }
-    if (e != cudaSuccess) return cudaFail("clearing the FIFO region", e);
+    if (e != cudaSuccess) return cudaFail(me, "clearing the FIFO region", e);
   }
-  BRAID_INFO(kInit | kAlloc | kP2p, "p2p: rank %d dev %d: %zu FIFO bytes (%zu in, %zu out links, %u x %u B slots)%s", me,
+  BRAID_INFO(kInit | kAlloc | kP2p, "p2p: rank %d dev %d: %zu FIFO bytes (%zu in, %zu out links, %u x %u B slots) in %s%s", me,
              self.cudaDev, t->regionBytes_, recvFrom.size(), sendTo.size(), options.nSlots, options.slotBytes,
-             stage ? " in pinned host memory" : "");
+             stage ? "pinned shared host memory " : "device memory", t->shmName_.c_str());
 
   // Tell each linked peer where its records are.
   Header header{};
   header.magic = kMagic;
   header.pid = self.pid;
   header.hostHash = self.hostHash;
-  header.base = reinterpret_cast<uint64_t>(t->region_);
+  header.base = reinterpret_cast<uint64_t>(t->regionDev_);
+  header.bytes = t->regionBytes_;
   header.hostStaged = stage ? 1 : 0;
-  if (!stage) {
+  if (stage) {
+    std::snprintf(header.shmName, sizeof(header.shmName), "%s", t->shmName_.c_str());
+  } else {
     e = cudaIpcGetMemHandle(&header.handle, t->region_);
-    if (e != cudaSuccess) return cudaFail("cudaIpcGetMemHandle", e);
+    if (e != cudaSuccess) return cudaFail(me, "cudaIpcGetMemHandle", e);
   }
   for (int p : linked) {
     std::vector<Entry> entries;
@@ -157,40 +377,50 @@ ncclResult_t P2pTransport::connect(Bootstrap& boot, const std::vector<P2pPeerInf
     BRAID_CHECK(boot.send(p, kTagHeader + 1, entries.data(), entries.size() * sizeof(Entry)));
   }
 
-  // Map each peer's region and find the records of our links in it.
+  // Map each peer's region and find the records of our links in it. Every peer gets an
+  // ack (the result of mapping its region), also on failure, so that nobody waits in vain.
   std::map<std::pair<int, int>, char*> peerRecvRecord, peerHead;  // (peer, channel) -> address
-  for (int p : linked) {
+  ncclResult_t importResult = ncclSuccess;
+  for (size_t i = 0; i < linked.size(); ++i) {
+    const int p = linked[i];
     Header h{};
     BRAID_CHECK(boot.recv(p, kTagHeader, &h, sizeof(h)));
-    if (h.magic != kMagic) return fail(ncclInternalError, "p2p: rank %d sent a malformed connection header", p);
+    if (h.magic != kMagic) return fail(ncclInternalError, "p2p: rank %d: rank %d sent a malformed connection header", me, p);
     std::vector<Entry> entries(h.nEntries);
     BRAID_CHECK(boot.recv(p, kTagHeader + 1, entries.data(), entries.size() * sizeof(Entry)));
-    char* base = nullptr;
-    if (h.pid == self.pid && h.hostHash == self.hostHash) {
-      base = reinterpret_cast<char*>(h.base);
-      const int peerDev = peers[p].cudaDev;
-      if (!h.hostStaged && peerDev != self.cudaDev) {
-        e = cudaDeviceEnablePeerAccess(peerDev, 0);
-        if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
-        else if (e != cudaSuccess) return cudaFail("cudaDeviceEnablePeerAccess", e);
-      }
-    } else {
-      t->crossProcess_ = true;
-      if (h.hostStaged) return fail(ncclSystemError, "p2p: rank %d stages through host memory, which is not shared across processes", p);
-      if (peers[p].busId != self.busId && !peerAccessible(self.cudaDev, peers[p].cudaDev))
-        return fail(ncclSystemError, "p2p: rank %d (bus %lx) is in another process on a GPU that this GPU (bus %lx) cannot access; host staging across processes is not implemented",
-                    p, long(peers[p].busId), long(self.busId));
-      void* mapped = nullptr;
-      e = cudaIpcOpenMemHandle(&mapped, h.handle, cudaIpcMemLazyEnablePeerAccess);
-      if (e != cudaSuccess) return cudaFail("cudaIpcOpenMemHandle", e);
-      t->imported_.push_back(mapped);
-      base = static_cast<char*>(mapped);
+    if (h.pid != self.pid || h.hostHash != self.hostHash) t->crossProcess_ = true;
+    Imported im;
+    ncclResult_t r = importRegion(me, p, self, peers[p], h, reasons[i], &im);
+    if (im.ipc != nullptr) t->imported_.push_back(im.ipc);
+    if (im.host != nullptr) t->importedHost_.push_back(HostMapping{im.host, im.bytes});
+    const int32_t ack = int32_t(r);
+    BRAID_CHECK(boot.send(p, kTagAck, &ack, sizeof(ack)));
+    if (r != ncclSuccess) {
+      if (importResult == ncclSuccess) importResult = r;
+      continue;
     }
     for (const Entry& en : entries) {
       auto& table = en.kind == kRecvRecord ? peerRecvRecord : peerHead;
-      table[{p, en.channel}] = base + en.offset;
+      table[{p, en.channel}] = im.base + en.offset;
     }
   }
+  int refusedBy = -1;
+  int32_t refusal = 0;
+  for (int p : linked) {
+    int32_t ack = 0;
+    BRAID_CHECK(boot.recv(p, kTagAck, &ack, sizeof(ack)));
+    if (ack != int32_t(ncclSuccess) && refusedBy < 0) refusedBy = p, refusal = ack;
+  }
+  // Every peer has mapped this rank's region (or given up): the name can go, so that a
+  // crash from here on leaves nothing behind in /dev/shm.
+  if (!t->shmName_.empty()) {
+    if (shm_unlink(t->shmName_.c_str()) != 0) return sysFail(me, "shm_unlink", t->shmName_.c_str(), errno);
+    t->shmName_.clear();
+  }
+  if (importResult != ncclSuccess) return importResult;
+  if (refusedBy >= 0)
+    return fail(ncclRemoteError, "p2p: rank %d: rank %d could not map this rank's FIFO region (its error %d; see its log)", me,
+                refusedBy, int(refusal));
 
   for (size_t i = 0; i < sendTo.size(); ++i) {
     auto it = peerRecvRecord.find({sendTo[i].peer, sendTo[i].channel});
@@ -199,7 +429,7 @@ ncclResult_t P2pTransport::connect(Bootstrap& boot, const std::vector<P2pPeerInf
     FifoSendEnd s;
     s.peerFifo = it->second;
     s.peerTail = reinterpret_cast<uint64_t*>(it->second + fifoBytes);
-    s.localHead = reinterpret_cast<uint64_t*>(t->region_ + headOffset[i]);
+    s.localHead = reinterpret_cast<uint64_t*>(t->regionDev_ + headOffset[i]);
     s.slotBytes = options.slotBytes;
     s.nSlots = options.nSlots;
     t->sendEnds_.push_back(s);
@@ -209,8 +439,8 @@ ncclResult_t P2pTransport::connect(Bootstrap& boot, const std::vector<P2pPeerInf
     if (it == peerHead.end())
       return fail(ncclInvalidUsage, "p2p: rank %d receives from rank %d on channel %d, but that rank does not send to it", me, recvFrom[i].peer, recvFrom[i].channel);
     FifoRecvEnd r;
-    r.localFifo = t->region_ + recvOffset[i];
-    r.localTail = reinterpret_cast<uint64_t*>(t->region_ + recvOffset[i] + fifoBytes);
+    r.localFifo = t->regionDev_ + recvOffset[i];
+    r.localTail = reinterpret_cast<uint64_t*>(t->regionDev_ + recvOffset[i] + fifoBytes);
     r.peerHead = reinterpret_cast<uint64_t*>(it->second);
     r.slotBytes = options.slotBytes;
     r.nSlots = options.nSlots;
@@ -240,39 +470,57 @@ bool P2pTransport::recvEnd(int channel, int peer, FifoRecvEnd* out) const {
   return false;
 }
 
-void P2pTransport::releaseLocal() {
+ncclResult_t P2pTransport::releaseImported() {
   DeviceScope scope(cudaDev_);
-  for (void* p : imported_) (void)cudaIpcCloseMemHandle(p);
-  imported_.clear();
-  if (region_ != nullptr) {
-    if (hostStaged_) (void)cudaFreeHost(region_);
-    else (void)cudaFree(region_);
-    region_ = nullptr;
+  ncclResult_t result = ncclSuccess;
+  for (void* p : imported_) {
+    cudaError_t e = cudaIpcCloseMemHandle(p);
+    if (e != cudaSuccess && result == ncclSuccess) result = cudaFail(rank_, "cudaIpcCloseMemHandle", e);
   }
+  imported_.clear();
+  for (const HostMapping& m : importedHost_) {
+    ncclResult_t r = unmapShared(rank_, m.host, m.bytes);
+    if (result == ncclSuccess) result = r;
+  }
+  importedHost_.clear();
+  return result;
+}
+
+ncclResult_t P2pTransport::releaseLocal() {
+  DeviceScope scope(cudaDev_);
+  ncclResult_t result = releaseImported();
+  auto keep = [&](ncclResult_t r) {
+    if (result == ncclSuccess) result = r;
+  };
+  if (region_ != nullptr) {
+    if (hostStaged_) {
+      keep(unmapShared(rank_, region_, regionBytes_));
+    } else if (cudaError_t e = cudaFree(region_); e != cudaSuccess) {
+      keep(cudaFail(rank_, "cudaFree of the FIFO region", e));
+    }
+    region_ = regionDev_ = nullptr;
+  }
+  if (!shmName_.empty()) {  // connect() failed before every peer had mapped it
+    if (shm_unlink(shmName_.c_str()) != 0) keep(sysFail(rank_, "shm_unlink", shmName_.c_str(), errno));
+    shmName_.clear();
+  }
+  return result;
 }
 
 ncclResult_t P2pTransport::close() {
   if (closed_) return ncclSuccess;
   closed_ = true;
-  DeviceScope scope(cudaDev_);
-  ncclResult_t result = ncclSuccess;
-  for (void* p : imported_) {
-    cudaError_t e = cudaIpcCloseMemHandle(p);
-    if (e != cudaSuccess && result == ncclSuccess) result = cudaFail("cudaIpcCloseMemHandle", e);
-  }
-  imported_.clear();
+  ncclResult_t result = releaseImported();
   // Nobody frees a region while a peer in another process still maps it. (Ranks of one
   // process import nothing, and one thread may destroy them one after another.)
   ncclResult_t b = crossProcess_ ? boot_->barrier() : ncclSuccess;
-  if (b != ncclSuccess) {
-    if (result == ncclSuccess) result = b;
-  }
-  releaseLocal();
-  return result;
+  if (b != ncclSuccess && result == ncclSuccess) result = b;
+  ncclResult_t r = releaseLocal();
+  return result != ncclSuccess ? result : r;
 }
 
 P2pTransport::~P2pTransport() {
-  if (!closed_) releaseLocal();
+  if (!closed_) (void)releaseLocal();
 }
 
 }  // namespace braid::transport

@@ -1,16 +1,20 @@
 // P2P transport: the Simple-protocol FIFOs between ranks on one node, reached by direct
 // pointers (ranks in one process), CUDA IPC (ranks in other processes, on the same GPU or
-// another one), or pinned host memory (ranks in one process on GPUs without P2P access).
+// another one), or pinned host memory (GPUs without P2P access, or NCCL_P2P_DISABLE=1).
 //
-// Each rank makes one allocation of its own (cudaMalloc, rounded up to 2 MiB, so that an
-// importer never maps a neighbour's memory) holding, per incoming connection, the FIFO
-// slots and the tail counter, and per outgoing connection the head counter. Handles and
-// offsets travel over the bootstrap. Peers in other processes on GPUs without P2P access
-// are not supported yet: connect() says so and fails.
+// Each rank makes one region per connect() call (rounded up to 2 MiB, so that an importer
+// never maps a neighbour's memory) holding, per incoming connection, the FIFO slots and the
+// tail counter, and per outgoing connection the head counter. The region is device memory
+// (cudaMalloc, shared by CUDA IPC) unless it is staged: then it is a POSIX shared-memory
+// object, registered with CUDA as mapped pinned memory, that every linked rank maps (in
+// another process by name; the name is unlinked once every peer has mapped it). The kernels
+// reach both kinds through device pointers. Handles and offsets travel over the bootstrap.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/bootstrap.h"
@@ -39,6 +43,34 @@ struct P2pLink {
   int peer = 0;
 };
 
+// Why this rank's region must be staged in host memory for a linked peer (kNone: it need
+// not; the peer's GPU is this one or one it reaches directly).
+enum class StageReason : int {
+  kNone = 0,
+  kP2pDisabled,    // NCCL_P2P_DISABLE is set; the GPUs could reach each other directly
+  kNoPeerAccess,   // cudaDeviceCanAccessPeer is false in one direction or both
+  kGpuNotVisible,  // the peer's GPU (by PCI bus id) is not a device of this process
+};
+const char* stageReasonName(StageReason r);
+
+// What the staging decision asks of CUDA (real calls in connect(); fakes in unit tests).
+struct GpuQueries {
+  std::function<int(int64_t busId)> deviceByBusId;  // this process's ordinal of that GPU, or -1
+  std::function<bool(int fromDev, int toDev)> canAccessPeer;
+};
+
+// The staging decision for the region of rank `self`, one reason per linked peer (in the
+// order of `linked`). The region is staged when any reason is not kNone. Same GPU (same
+// process and device, or same bus id): direct. Other GPUs: the peer's device in this
+// process (its ordinal when in this process, else looked up by bus id) must be accessible
+// both ways. A reason other than kNone and kP2pDisabled also means this rank cannot use
+// device memory that peer exports. Peers must be on this host (same hostHash).
+std::vector<StageReason> planStaging(const P2pPeerInfo& self, const std::vector<P2pPeerInfo>& peers,
+                                     const std::vector<int>& linked, bool p2pDisabled, const GpuQueries& gpu);
+
+// "0000:18:00.0" for P2pPeerInfo::busId (domain<<20 | bus<<12 | dev<<4 | fn); "?" when < 0.
+std::string busIdString(int64_t busId);
+
 class P2pTransport {
  public:
   // Collective over `boot` (all ranks that share a link call it). A send link (c, p) on
@@ -60,26 +92,37 @@ class P2pTransport {
   const std::vector<P2pLink>& sendLinks() const { return sendTo_; }
   const std::vector<P2pLink>& recvLinks() const { return recvFrom_; }
 
-  // This rank's FIFO region (device memory, or pinned host memory when staged).
+  // The size of this rank's FIFO region: device memory, or, when hostStaged(), pinned host
+  // memory (shared memory that the peers map too; no device memory is used then).
   size_t bytesAllocated() const { return regionBytes_; }
   bool hostStaged() const { return hostStaged_; }
 
  private:
   P2pTransport() = default;
-  void releaseLocal();
+  ncclResult_t releaseImported();  // closes or unmaps the peers' regions
+  ncclResult_t releaseLocal();     // that, then frees this rank's region (and unlinks its name)
+
+  // A peer's staged region mapped into this process (shm_open + mmap + cudaHostRegister).
+  struct HostMapping {
+    void* host = nullptr;
+    size_t bytes = 0;
+  };
 
   Bootstrap* boot_ = nullptr;
   int rank_ = -1;
   int cudaDev_ = -1;
-  char* region_ = nullptr;
+  char* region_ = nullptr;     // this process's address of the region (host address when staged)
+  char* regionDev_ = nullptr;  // the kernels' address of the region (== region_ for device memory)
   size_t regionBytes_ = 0;
   bool hostStaged_ = false;
+  std::string shmName_;        // staged region's shared-memory name until it is unlinked
   std::vector<P2pLink> sendTo_, recvFrom_;
   std::vector<FifoSendEnd> sendEnds_;
   std::vector<FifoRecvEnd> recvEnds_;
-  std::vector<void*> imported_;  // cudaIpcOpenMemHandle results, to close
+  std::vector<void*> imported_;            // cudaIpcOpenMemHandle results, to close
+  std::vector<HostMapping> importedHost_;  // peers' staged regions, to unregister and unmap
   bool closed_ = false;
-  bool crossProcess_ = false;    // a linked peer lives in another process (close() then waits for it)
+  bool crossProcess_ = false;  // a linked peer lives in another process (close() then waits for it)
 };
 
 }  // namespace braid::transport
