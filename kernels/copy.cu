@@ -9,6 +9,7 @@ namespace {
 constexpr unsigned kThreads = 512;
 constexpr unsigned kUnroll = 4;
 constexpr unsigned kMaxBlocks = 1024;  // grid-stride beyond: enough to fill any current GPU
+constexpr size_t kMemcpyFromBytes = size_t(16) << 20;
 
 // 16-byte packs, kUnroll loads in flight per thread, then the bytes that do not fill a pack.
 __global__ void __launch_bounds__(kThreads) copyKernel(uint4* dst, const uint4* src, size_t packs, char* dstTail,
@@ -32,8 +33,10 @@ __global__ void __launch_bounds__(kThreads) copyBytesKernel(char* dst, const cha
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < bytes; i += stride) dst[i] = src[i];
 }
 
+// A pack per thread for small copies (the shortest kernel); large ones are capped and each
+// thread loops with kUnroll loads in flight.
 unsigned blocksFor(size_t items) {
-  size_t blocks = (items + size_t(kThreads) * kUnroll - 1) / (size_t(kThreads) * kUnroll);
+  size_t blocks = (items + kThreads - 1) / kThreads;
   return unsigned(blocks < 1 ? 1 : blocks > kMaxBlocks ? kMaxBlocks : blocks);
 }
 
@@ -41,6 +44,9 @@ unsigned blocksFor(size_t items) {
 
 cudaError_t copyAsync(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
   if (bytes == 0) return cudaSuccess;
+  // From 16 MiB the GPU time dominates, and cudaMemcpyAsync reaches ~8% more bandwidth than
+  // this kernel on the H200 (2121 vs 1950 GB/s at 1 GiB).
+  if (bytes >= kMemcpyFromBytes) return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream);
   if (((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) & 15) == 0) {
     const size_t packs = bytes / 16;
     const size_t done = packs * 16;

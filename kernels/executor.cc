@@ -212,6 +212,7 @@ ncclResult_t enqueueKernel(const Launch& w, const Tables& t, const PackedKernel&
   params.slotBytes = t.slotBytes;
   params.nSlots = t.nSlots;
   params.flags = w.peersOnThisGpu ? kPeersOnThisGpu : 0;
+  params.slicesPerStep = uint32_t(w.slicesPerStep);
 
   unsigned char* spilled = nullptr;
   cudaError_t e = cudaSuccess;
@@ -272,6 +273,8 @@ ncclResult_t preloadKernels(int cudaDev) {
 ncclResult_t launch(const Launch& w) {
   if (w.threadsPerBlock < 32 || w.threadsPerBlock > 512 || w.threadsPerBlock % 32 != 0)
     return fail(ncclInvalidArgument, "executor: threadsPerBlock %d; need a multiple of 32 in [32, 512]", w.threadsPerBlock);
+  if (w.slicesPerStep < 1 || w.slicesPerStep > 64)
+    return fail(ncclInvalidArgument, "executor: slicesPerStep %d; need 1..64", w.slicesPerStep);
   std::vector<std::vector<int>> lanesOfOp(w.ops.size());
   for (size_t i = 0; i < w.lanes.size(); ++i) {
     const LaneWork& lw = w.lanes[i];

@@ -82,6 +82,7 @@ struct KernelParams {
   uint32_t slotBytes;
   uint32_t nSlots;
   uint32_t flags;
+  uint32_t slicesPerStep;  // at least 1; equal on all ranks
   WorkIndex index;
   alignas(16) unsigned char inlineWork[kInlineWorkBytes];
 };

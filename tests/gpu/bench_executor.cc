@@ -15,7 +15,7 @@
 // 64 MiB up, and the 8-byte 2-rank all-reduce in at most 12 us; one "SUMMARY " line each.
 //
 //   gpu_bench_executor [--quick] [--coll LIST] [--ranks LIST] [--channels N] [--slot BYTES]
-//                      [--slots N]
+//                      [--slots N] [--slices N]
 //     --quick          64 MiB and 256 MiB only (default: 64 MiB, 256 MiB, 1 GiB), fewer iterations
 //     --coll LIST      allreduce,allgather,reducescatter,sendrecv (default: all four)
 //     --ranks LIST     rank counts, e.g. 2,8 (default 2,4,8; 1 gives the executor's 1-rank copy)
@@ -23,6 +23,7 @@
 //                      uses the API's schedule, one lane per direction, whatever N is
 //     --slot BYTES     FIFO slot size (default 512K; K, M suffixes; a multiple of 16)
 //     --slots N        FIFO slots per connection (default 8)
+//     --slices N       FIFO slices a large step is cut into (default 4, as the API)
 // Under tests/gpu/run.sh (SECTION_LIMIT set), rows that would start within 15 s of the limit
 // are skipped and reported as such, so that the SUMMARY lines still come out.
 #include <algorithm>
@@ -73,7 +74,7 @@ uint64_t planTraffic(const algo::RankPlan& plan, size_t elemSize) {
 // API cuts by size, up to its P2P channel limit).
 algo::RankPlan ringSendRecvPlan(const algo::CollArgs& a) {
   const int n = a.nRanks, r = a.rank;
-  const auto parts = static_cast<uint32_t>(std::min(a.nChannels, 16));  // the API's P2P channel limit
+  const auto parts = static_cast<uint32_t>(std::min(a.nChannels, 32));  // the API's P2P channel limit
   const std::vector<algo::P2pOp> ops = {{true, (r + 1) % n, a.count, parts}, {false, (r - 1 + n) % n, a.count, parts}};
   algo::RankPlan plan = algo::buildP2p(r, n, ops);
   auto rename = [](uint16_t& buf) {
@@ -283,6 +284,7 @@ struct Options {
   int channels = 0;  // 0: 128/ranks, the SM count for one rank
   uint32_t slotBytes = 512 * 1024;
   uint32_t nSlots = 8;
+  int slicesPerStep = 4;
 };
 
 std::vector<std::string> splitList(const std::string& s) {
@@ -326,7 +328,7 @@ const Bench* findBench(const std::string& name) {
 void usage() {
   std::fprintf(stderr,
                "usage: gpu_bench_executor [--quick] [--coll allreduce,allgather,reducescatter,sendrecv]\n"
-               "                          [--ranks 2,4,8] [--channels N] [--slot BYTES] [--slots N]\n");
+               "                          [--ranks 2,4,8] [--channels N] [--slot BYTES] [--slots N] [--slices N]\n");
 }
 
 // Parses argv; false (after a message) on bad input.
@@ -336,7 +338,8 @@ bool parseOptions(int argc, char** argv, Options* o) {
     std::string arg = argv[i], value;
     const size_t eq = arg.find('=');
     const bool takesValue = arg.rfind("--coll", 0) == 0 || arg.rfind("--ranks", 0) == 0 ||
-                            arg.rfind("--channels", 0) == 0 || arg.rfind("--slot", 0) == 0;
+                            arg.rfind("--channels", 0) == 0 || arg.rfind("--slot", 0) == 0 ||
+                            arg.rfind("--slices", 0) == 0;
     if (takesValue) {
       if (eq != std::string::npos) {
         value = arg.substr(eq + 1);
@@ -392,6 +395,12 @@ bool parseOptions(int argc, char** argv, Options* o) {
         return false;
       }
       o->nSlots = uint32_t(v);
+    } else if (arg == "--slices") {
+      if (!parseNumber(value, 64, &v)) {
+        std::fprintf(stderr, "--slices: '%s' is not in 1..64\n", value.c_str());
+        return false;
+      }
+      o->slicesPerStep = int(v);
     } else {
       std::fprintf(stderr, "unknown argument '%s'\n", argv[i]);
       return false;
@@ -417,6 +426,7 @@ std::unique_ptr<RankGroup> makeGroup(const Options& o, int n, int channels) {
   g.nChannels = channels;
   g.slotBytes = o.slotBytes;
   g.nSlots = o.nSlots;
+  g.slicesPerStep = o.slicesPerStep;
   return RankGroup::create(g);
 }
 

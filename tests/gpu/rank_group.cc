@@ -158,7 +158,8 @@ ncclResult_t RankGroup::enqueue(int rank, const std::vector<CollCall>& calls) {
   launch.abortFlag = abortFlag_;
   launch.errorOut = errors_ + rank;
   launch.threadsPerBlock = options_.threadsPerBlock;
-  launch.peersOnThisGpu = options_.nDevices == 1;  // as the API sets it: all ranks share the GPU
+  launch.peersOnThisGpu = options_.nDevices == 1;
+  launch.slicesPerStep = options_.slicesPerStep;  // as the API sets it: all ranks share the GPU
   std::set<std::pair<int, int>> sendKeys, recvKeys;
   for (size_t i = 0; i < calls.size(); ++i) {
     algo::CollArgs args = calls[i].args;
