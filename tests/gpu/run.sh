@@ -9,9 +9,11 @@
 #
 # Sections, most important first; each has its own time limit and never outlives the budget:
 #   mp-device     API-level correctness on device memory: tests/mp/mp_rank `collectives
-#                 --memory device` for 1, 2, 4, 8 rank processes on GPU(s) (rank % GPUs), every
-#                 collective, type, op, in/out of place, counts 0 1 7 4097 (+1000003 fp32/int64),
-#                 and the `abort` scenario (2 processes).
+#                 --memory device`, every collective, type, op, in/out of place, counts 0 1 7
+#                 4097 (+1000003 fp32/int64): 1, 2, 4 rank processes and 8 ranks as threads on
+#                 GPU(s) (rank % GPUs); host staging forced (NCCL_P2P_DISABLE=1) for 2
+#                 processes and 4 threads; 8 processes with small counts; and the `abort`
+#                 scenario (2 processes).
 #   nccl-compare  braid vs the real NCCL, 1 rank each, in one process (gpu_nccl_compare):
 #                 bitwise outputs, all-reduce 8 B..1 GB, CPU time per call, comm memory.
 #   call-cost     gpu_call_cost: host cost of the CUDA calls on the enqueue path, tiny copies.
@@ -19,7 +21,8 @@
 #   torch         PyTorch drop-in (torch_dropin.py, LD_PRELOAD), world sizes 2 and 4 on GPU 0.
 #   executor      gpu_executor_test: the executor alone (ranks as threads), 1/2/4/8 ranks.
 #   exec-graph    gpu_graph_abort_test: the executor's graph/abort/group tests.
-#   bench         gpu_bench_executor: 1-rank copy and 2/4/8-rank all-reduce vs cudaMemcpy.
+#   bench         gpu_bench_executor: all-reduce, all-gather, reduce-scatter, sendrecv on 2/4/8
+#                 ranks (threads) vs cudaMemcpy, and the 2-rank 8-byte all-reduce latency.
 # A summary table comes last (also in gpu-logs/summary.txt). Logs: $OUT/gpu-logs (when OUT
 # is set, as on the device machine) or a temporary folder; one file per section.
 set -u
@@ -34,7 +37,7 @@ if [ "${1:-}" = "--part" ]; then
   case "$part" in
     mp-device)
       launch="$build/tests/launcher/braid-launch"; rankprog="$build/tests/mp/mp_rank"
-      rc_all=0; skip_rest=""; tmpf="$(mktemp)"
+      rc_all=0; tmpf="$(mktemp)"
       echo "--- abort: 2 processes, rank 1 never joins the all-reduce (limit 20s)"
       "$launch" -np 2 -t 20 -- "$rankprog" abort --memory device >"$tmpf" 2>&1
       rc=$?
@@ -44,27 +47,34 @@ if [ "${1:-}" = "--part" ]; then
         77) echo "SUMMARY SKIP (no GPU)"; rm -f "$tmpf"; exit 77 ;;
         *) rc_all=1; echo "SUMMARY abort FAIL(rc=$rc)" ;;
       esac
-      for n in 1 2 4 8; do
-        case $n in 1) t=25 ;; 2) t=35 ;; 4) t=50 ;; *) t=150 ;; esac  # np=8 gets what is left
+      # One run: LABEL LIMIT NP ENV -- mp_rank arguments. NP=1 with --threads N runs N ranks as
+      # threads of one process (on one GPU, processes are time-sliced; threads run together).
+      run_one() {
+        local label="$1" t="$2" np="$3" envs="$4"; shift 5
         [ "$(left)" -lt "$t" ] && t=$(left)
-        if [ -n "$skip_rest" ] || [ "$t" -lt 10 ]; then
-          echo "SUMMARY np=$n not run (${skip_rest:-no time left})"; rc_all=1; continue
-        fi
-        t0=$SECONDS
-        echo "--- np=$n: collectives 0,1,7,4097 all --big 1000003 --memory device (limit ${t}s)"
-        "$launch" -np "$n" -t "$t" -- "$rankprog" collectives 0,1,7,4097 all --big 1000003 --memory device \
-          >"$tmpf" 2>&1
+        if [ "$t" -lt 10 ]; then echo "SUMMARY $label not run (no time left)"; rc_all=1; return; fi
+        local t0=$SECONDS rc runs st
+        echo "--- $label: ${envs:+$envs }mp_rank $* (limit ${t}s)"
+        env $envs "$launch" -np "$np" -t "$t" -- "$rankprog" "$@" >"$tmpf" 2>&1
         rc=$?
-        # Keep the log short: failures, warnings and each rank's totals.
-        grep -E 'WRONG|FAIL|SKIP|WARN|runs,|braid-launch' "$tmpf" | head -60; grep 'progress:' "$tmpf" | tail -2
+        # Keep the log short: failures, warnings, staging notes and the totals.
+        grep -E 'WRONG|FAIL|SKIP|WARN|runs,|braid-launch|stages' "$tmpf" | head -40; grep 'progress:' "$tmpf" | tail -2
         [ $rc -ne 0 ] && { echo "... last lines:"; tail -25 "$tmpf"; }
-        runs="$(grep -m1 -oE '[0-9]+ runs, [0-9]+ wrong' "$tmpf")"
-        case $rc in
-          0) st=PASS ;; 124) st="TIMEOUT(${t}s)"; skip_rest="np=$n timed out" ;; *) st="FAIL(rc=$rc)" ;;
-        esac
+        runs="$(grep -oE '^(\[rank 0\] )?[0-9]+ runs, [0-9]+ wrong' "$tmpf" | tail -1 | sed 's/^\[rank 0\] //')"
+        case $rc in 0) st=PASS ;; 124) st="TIMEOUT(${t}s)" ;; *) st="FAIL(rc=$rc)" ;; esac
         [ $rc -ne 0 ] && rc_all=1
-        echo "SUMMARY np=$n $st $((SECONDS - t0))s ${runs:-}"
-      done
+        echo "SUMMARY $label $st $((SECONDS - t0))s ${runs:-}"
+      }
+      full=(collectives 0,1,7,4097 all --big 1000003 --memory device)
+      run_one "np=1" 25 1 "" -- "${full[@]}"
+      run_one "np=2" 35 2 "" -- "${full[@]}"
+      run_one "np=4" 50 4 "" -- "${full[@]}"
+      run_one "threads=8" 60 1 "" -- --threads 8 "${full[@]}"
+      # Host staging (pinned shared host memory), forced: across processes and in one process.
+      run_one "staged np=2" 40 2 "NCCL_P2P_DISABLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=P2P" -- "${full[@]}"
+      run_one "staged threads=4" 25 1 "NCCL_P2P_DISABLE=1" -- --threads 4 collectives 0,1,7,4097 all --memory device
+      # Eight processes through CUDA IPC: small counts (each hop waits for a time slice).
+      run_one "np=8 small" 60 8 "" -- collectives 0,1,7 all --memory device
       rm -f "$tmpf"
       exit $rc_all ;;
     torch)
@@ -133,7 +143,7 @@ section() {  # section NAME LIMIT_S COMMAND...
   grep -E "^SUMMARY|^\[  (FAILED|SKIPPED) |FAILED TEST" "$log" | head -20
   case $status in PASS|SKIP) ;; *) tail -30 "$log" ;; esac
   local notes
-  notes="$(grep -E '^SUMMARY' "$log" | sed 's/^SUMMARY //' | paste -sd ';' - | cut -c1-230)"
+  notes="$(grep -E '^SUMMARY' "$log" | sed 's/^SUMMARY //' | paste -sd ';' - | cut -c1-400)"
   [ -z "$notes" ] && [ "$status" = SKIP ] && notes="$(grep -m1 -iE 'skip' "$log" | cut -c1-150)"
   rows+=("$(printf '%-13s %-15s %5ss   %s' "$name" "$status" "$((SECONDS - t0))" "$notes")")
 }
@@ -147,7 +157,7 @@ real_nccl="$(find_real_nccl)" || real_nccl=""
 echo "real NCCL: ${real_nccl:-not found}"
 
 # 1. API-level correctness on device memory, rank processes through braid-launch.
-section mp-device "${LIMIT_MP:-180}" bash "$here/run.sh" --part mp-device "$build" "${LIMIT_MP:-180}"
+section mp-device "${LIMIT_MP:-260}" bash "$here/run.sh" --part mp-device "$build" "${LIMIT_MP:-260}"
 # 2. braid against the real NCCL (1 rank each), with the 1-rank measurements.
 if [ -n "$real_nccl" ]; then
   section nccl-compare "${LIMIT_COMPARE:-90}" "$build/tests/gpu/gpu_nccl_compare" \
@@ -173,7 +183,7 @@ case "${BENCH:-quick}" in
   full) section bench "${LIMIT_BENCH:-300}" "$build/tests/gpu/gpu_bench_executor" ;;
   *) skip bench "BENCH=${BENCH}" ;;
 esac
-[ -f "$logs/bench.log" ] && { echo "=== executor bench table"; grep -vE "^SUMMARY" "$logs/bench.log" | tail -30; }
+[ -f "$logs/bench.log" ] && { echo "=== executor bench table"; grep -vE "^SUMMARY" "$logs/bench.log" | tail -60; }
 
 {
   echo
