@@ -96,6 +96,9 @@ int graphTest(bool captureFirst) {
     CUDA_OK(cudaStreamBeginCapture(stream, captureFirst ? cudaStreamCaptureModeGlobal : cudaStreamCaptureModeThreadLocal));
     ncclResult_t rc = ncclAllReduce(data, data, kCount, ncclFloat32, ncclSum, comms[r], stream);
     cudaError_t endRc = cudaStreamEndCapture(stream, &graph);
+    // Under a global-mode capture CUDA refuses cudaGraphInstantiate in every thread: wait
+    // until both ranks have ended theirs.
+    sync.arrive_and_wait();
     if (rc != ncclSuccess || endRc != cudaSuccess) {
       std::printf("FAIL rank %d: capture: ncclAllReduce %d (%s), cudaStreamEndCapture %s\n", r, rc,
                   ncclGetLastError(comms[r]), cudaGetErrorString(endRc));
