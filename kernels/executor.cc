@@ -212,7 +212,11 @@ ncclResult_t enqueueKernel(const Launch& w, const Tables& t, const PackedKernel&
   params.slotBytes = t.slotBytes;
   params.nSlots = t.nSlots;
   params.flags = w.peersOnThisGpu ? kPeersOnThisGpu : 0;
-  params.slicesPerStep = uint32_t(w.slicesPerStep);
+  // Schedules keep a step within half a FIFO (CollArgs::maxStepElems), so that two ranks
+  // sending to each other both finish the step before either receives. Slices must keep
+  // that: at most nSlots / 2 per step (8 slices in 8 slots deadlocked a 2-rank ring
+  // all-reduce on the H200).
+  params.slicesPerStep = std::clamp<uint32_t>(uint32_t(w.slicesPerStep), 1, std::max<uint32_t>(1, t.nSlots / 2));
 
   unsigned char* spilled = nullptr;
   cudaError_t e = cudaSuccess;
@@ -286,13 +290,6 @@ ncclResult_t launch(const Launch& w) {
   }
   Tables tables;
   BRAID_CHECK(buildConnTables(w, &tables));
-  // Schedules keep a step within half a FIFO (CollArgs::maxStepElems), so that two ranks
-  // sending to each other both finish the step before either receives. Slices of a step
-  // must keep that: at most nSlots / 2 of them (with 8 slots and 8 slices a 2-rank ring
-  // all-reduce deadlocked on the H200).
-  if (tables.nSlots > 0 && uint32_t(w.slicesPerStep) > tables.nSlots / 2)
-    return fail(ncclInvalidArgument, "executor: slicesPerStep %d needs at least %d FIFO slots, the connections have %u",
-                w.slicesPerStep, 2 * w.slicesPerStep, tables.nSlots);
 
   // Kernels in (type, op) order. Ops of one type share a kernel unless they use a common
   // connection: a connection has one sending and one receiving lane at a time, so such an

@@ -64,8 +64,9 @@ struct Launch {
   uint32_t* errorOut = nullptr;                  // device-visible (host-mapped); gets a DeviceError; may be null
   int threadsPerBlock = 512;                     // a multiple of 32, at most 512
   bool peersOnThisGpu = false;                   // every peer's kernels run on this GPU (cheaper fences)
-  int slicesPerStep = 4;                         // FIFO slices a large step is cut into; equal on all
-                                                 // ranks; at most the connections' nSlots / 2
+  int slicesPerStep = 2;                         // FIFO slices a large step is cut into; equal on all
+                                                 // ranks; capped at the connections' nSlots / 2.
+                                                 // 2 beat 1, 4 and 8 on the H200 (perf/NOTES.md)
 };
 
 // Enqueues the work: one kernel per element type present (ops that only move bytes share

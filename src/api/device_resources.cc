@@ -136,6 +136,12 @@ bool GpuResources::recvEnd(int channel, int peer, transport::FifoRecvEnd* out) c
   return false;
 }
 
+bool GpuResources::anyHostStaged() const {
+  for (auto& t : transports_)
+    if (t->hostStaged()) return true;
+  return false;
+}
+
 size_t GpuResources::bytesAllocated() const {
   size_t total = 0;
   for (auto& t : transports_) total += t->bytesAllocated();

@@ -38,6 +38,9 @@ class GpuResources final : public DeviceResources {
   static uint32_t p2pPartsFor(size_t bytes);
   // Whether `peer`'s kernels run on this rank's GPU (same host, same PCI bus id).
   bool peerOnThisGpu(int peer) const { return sameGpu_[peer]; }
+  // Whether any connection stages through host memory (then fences stay at system scope:
+  // the processes map the pages at different addresses).
+  bool anyHostStaged() const;
   size_t bytesAllocated() const;
   void close(bool abort) override;
   void signalAbort() override {

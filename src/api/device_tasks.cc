@@ -149,7 +149,7 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
   L.stream = first.stream;
   L.abortFlag = cl.res->abortWordDevice();
   L.errorOut = cl.res->errorWordDevice();
-  L.peersOnThisGpu = true;
+  L.peersOnThisGpu = !cl.res->anyHostStaged();
   for (auto& [channel, peer] : cl.sends) L.peersOnThisGpu = L.peersOnThisGpu && cl.res->peerOnThisGpu(peer);
   for (auto& [channel, peer] : cl.recvs) L.peersOnThisGpu = L.peersOnThisGpu && cl.res->peerOnThisGpu(peer);
   for (auto& [channel, peer] : cl.sends) {

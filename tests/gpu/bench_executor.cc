@@ -23,7 +23,7 @@
 //                      uses the API's schedule, one lane per direction, whatever N is
 //     --slot BYTES     FIFO slot size (default 512K; K, M suffixes; a multiple of 16)
 //     --slots N        FIFO slots per connection (default 8)
-//     --slices N       FIFO slices a large step is cut into (default 4, as the API)
+//     --slices N       FIFO slices a large step is cut into (default 2, as the API)
 // Under tests/gpu/run.sh (SECTION_LIMIT set), rows that would start within 15 s of the limit
 // are skipped and reported as such, so that the SUMMARY lines still come out.
 #include <algorithm>
@@ -284,7 +284,7 @@ struct Options {
   int channels = 0;  // 0: 128/ranks, the SM count for one rank
   uint32_t slotBytes = 512 * 1024;
   uint32_t nSlots = 8;
-  int slicesPerStep = 4;
+  int slicesPerStep = 2;
 };
 
 std::vector<std::string> splitList(const std::string& s) {

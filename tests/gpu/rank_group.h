@@ -30,7 +30,7 @@ struct GroupOptions {
   uint32_t nSlots = 8;
   int nDevices = 1;  // ranks are spread round-robin over this many GPUs
   int threadsPerBlock = 512;
-  int slicesPerStep = 4;  // kernels::Launch::slicesPerStep
+  int slicesPerStep = 2;  // kernels::Launch::slicesPerStep
 };
 
 // One collective of one rank, as the test describes it.

@@ -473,6 +473,10 @@ int scenarioCollectives(const std::vector<CountSet>& sets) {
                 in = dSend->get();
                 out = dRecv->get();
               }
+              // A copy from pageable memory may return before its DMA lands, and the upload ran
+              // on the legacy stream, which the collective's non-blocking stream does not wait
+              // for (it once let a collective read the 0x5a poison).
+              CU_OK(gpu::api.streamSynchronize(nullptr));
             }
             ncclRedOp_t ncclOp = ncclSum;
             switch (op) {
