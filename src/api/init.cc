@@ -8,6 +8,7 @@
 #include <thread>
 #include <tuple>
 
+#include "api/device_errors.h"
 #include "api/export.h"
 #include "api/group.h"
 #include "core/comm.h"
@@ -381,6 +382,10 @@ BRAID_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* as
   if (rc == ncclSuccess && comm->device) {
     // Kernels report through a host-mapped word (an abort, or work they could not run).
     rc = comm->device->asyncError();
+  }
+  if (rc == ncclSuccess) {
+    rc = braid::api::deviceAsyncError(comm);  // a fault on the device's streams: it stays
+    if (rc != ncclSuccess) comm->asyncError.store(rc);
   }
   *asyncError = rc;
   return ncclSuccess;

@@ -17,6 +17,7 @@
 #   nccl-compare  braid vs the real NCCL, 1 rank each, in one process (gpu_nccl_compare):
 #                 bitwise outputs, all-reduce 8 B..1 GB, CPU time per call, comm memory.
 #   call-cost     gpu_call_cost: host cost of the CUDA calls on the enqueue path, tiny copies.
+#   async-error   gpu_api_async_error: a kernel fault reported by ncclCommGetAsyncError.
 #   api-graph     CUDA graph (100 replays) and abort within 1 s through the API (2 threads).
 #   torch         PyTorch drop-in (torch_dropin.py, LD_PRELOAD), world sizes 2 and 4 on GPU 0.
 #   executor      gpu_executor_test: the executor alone (ranks as threads), 1/2/4/8 ranks.
@@ -68,7 +69,7 @@ if [ "${1:-}" = "--part" ]; then
       full=(collectives 0,1,7,4097 all --big 1000003 --memory device)
       run_one "np=1" 25 1 "" -- "${full[@]}"
       run_one "np=2" 35 2 "" -- "${full[@]}"
-      run_one "np=4" 50 4 "" -- "${full[@]}"
+      run_one "np=4" 75 4 "" -- "${full[@]}"
       run_one "threads=8" 60 1 "" -- --threads 8 "${full[@]}"
       # Host staging (pinned shared host memory), forced: across processes and in one process.
       run_one "staged np=2" 40 2 "NCCL_P2P_DISABLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=P2P" -- "${full[@]}"
@@ -170,6 +171,7 @@ section call-cost "${LIMIT_CALL_COST:-30}" "$build/tests/gpu/gpu_call_cost"
 # 3. CUDA graph + 100 replays and abort through the API (2 ranks as threads on GPU 0).
 section api-graph "${LIMIT_API_GRAPH:-60}" "$build/tests/gpu/gpu_api_graph_abort"
 section api-bad-input "${LIMIT_BAD_INPUT:-30}" "$build/tests/gpu/gpu_api_bad_input"
+section async-error "${LIMIT_ASYNC_ERROR:-30}" "$build/tests/gpu/gpu_api_async_error"
 # 4. PyTorch drop-in with LD_PRELOAD=libbraid.so, 2 and 4 processes on GPU 0.
 if python3 -c 'import importlib.util as u, sys; sys.exit(u.find_spec("torch") is None)' >/dev/null 2>&1; then
   section torch "${LIMIT_TORCH:-90}" bash "$here/run.sh" --part torch "$build" "${LIMIT_TORCH:-90}"
