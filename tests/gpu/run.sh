@@ -3,7 +3,7 @@
 # runs what the build folder holds (a path, absolute or relative to the current folder or to
 # this repository; default build-gpu).
 #   tests/gpu/run.sh [BUILD_DIR]
-# Environment: BUDGET (seconds for the whole run, default 320), BENCH=quick|full|off (the
+# Environment: BUDGET (seconds for the whole run, default 420), BENCH=quick|full|off (the
 # executor micro-benchmark, default quick), LIMIT_<SECTION> (per-section limits, below),
 # NCCL_REAL_LIB (the real libnccl.so.2; found automatically otherwise).
 #
@@ -92,7 +92,7 @@ elif [ -d "$repo/$arg" ]; then build="$(cd "$repo/$arg" && pwd)"
 else echo "run.sh: no build folder $arg"; exit 2; fi
 logs="${OUT:-$(mktemp -d)}/gpu-logs"
 mkdir -p "$logs"
-budget="${BUDGET:-320}"
+budget="${BUDGET:-420}"
 deadline=$((SECONDS + budget))
 export NCCL_NVLS_ENABLE=0   # never NVLink multicast
 # Ranks of one process share a GPU's hardware queues (8 by default): two ranks' streams on
