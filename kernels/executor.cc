@@ -212,11 +212,7 @@ ncclResult_t enqueueKernel(const Launch& w, const Tables& t, const PackedKernel&
   params.slotBytes = t.slotBytes;
   params.nSlots = t.nSlots;
   params.flags = w.peersOnThisGpu ? kPeersOnThisGpu : 0;
-  // Schedules keep a step within half a FIFO (CollArgs::maxStepElems), so that two ranks
-  // sending to each other both finish the step before either receives. Slices must keep
-  // that: at most nSlots / 2 per step (8 slices in 8 slots deadlocked a 2-rank ring
-  // all-reduce on the H200).
-  params.slicesPerStep = std::clamp<uint32_t>(uint32_t(w.slicesPerStep), 1, std::max<uint32_t>(1, t.nSlots / 2));
+  params.slicesPerStep = effectiveSlicesPerStep(uint32_t(w.slicesPerStep), t.nSlots);
 
   unsigned char* spilled = nullptr;
   cudaError_t e = cudaSuccess;

@@ -13,11 +13,6 @@ namespace braid::kernels::device {
 
 constexpr int kMaxThreads = 512;
 constexpr uint32_t kSpinsPerAbortCheck = 1000;
-// A step moves through the FIFO in slices of at most a slot. Cutting it into about
-// KernelParams::slicesPerStep slices lets the receiver start on the first while the sender
-// writes the next; below kMinSliceBytes the per-slice handshake would cost more than it
-// overlaps.
-constexpr uint64_t kMinSliceBytes = 32 * 1024;
 
 // Counters are read and written with acquire/release at system scope (a peer on another GPU,
 // or host-staged FIFOs), or at GPU scope when every peer runs on this GPU.
@@ -30,16 +25,6 @@ __device__ inline uint64_t loadAcquire(const uint64_t* p, bool gpuScope) {
 __device__ inline void storeRelease(uint64_t* p, uint64_t v, bool gpuScope) {
   if (gpuScope) asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
   else asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
-// Elements per slice of a step of `count` elements. Both ends of a connection see the same
-// count for a step, so they cut it the same way.
-template <typename Raw>
-__device__ inline uint64_t sliceElemsFor(uint64_t count, uint32_t slotBytes, uint32_t slicesPerStep) {
-  uint64_t bytes = (count * sizeof(Raw) / slicesPerStep + 15) & ~uint64_t(15);
-  if (bytes < kMinSliceBytes) bytes = kMinSliceBytes;
-  if (bytes > slotBytes) bytes = slotBytes;
-  return bytes / sizeof(Raw);
 }
 
 // Block-wide state that thread 0 publishes to the others between barriers.
@@ -111,7 +96,7 @@ __device__ bool runStep(const LaneContext& c, const DevStep& s, const Combiner<E
   // Through FIFOs, one slot per slice. Thread 0 owns the counters: it reads where this
   // connection stands (it wrote the value itself, last), waits, and posts.
   const bool gpuScope = p.flags & kPeersOnThisGpu;
-  const uint64_t sliceElems = sliceElemsFor<Raw>(s.count, p.slotBytes, p.slicesPerStep);
+  const uint64_t sliceElems = sliceElemsFor(s.count, sizeof(Raw), p.slotBytes, p.slicesPerStep);
   const DevSendEnd* out = hasSend ? &c.sends[s.sendConn] : nullptr;
   const DevRecvEnd* in = hasRecv ? &c.recvs[s.recvConn] : nullptr;
   uint64_t sendStep = 0, recvStep = 0;

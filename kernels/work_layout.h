@@ -72,6 +72,39 @@ struct WorkIndex {
 constexpr size_t kInlineWorkBytes = 3584;  // keeps the kernel's parameters under 4 KiB
 constexpr size_t kUploadChunkBytes = 16384;
 
+#if defined(__CUDACC__)
+#define BRAID_HOST_DEVICE __host__ __device__
+#else
+#define BRAID_HOST_DEVICE
+#endif
+
+// A step moves through the FIFO in slices of at most a slot. Cutting it into about
+// slicesPerStep slices lets the receiver start on the first while the sender writes the
+// next; below kMinSliceBytes the per-slice handshake would cost more than it overlaps.
+constexpr uint64_t kMinSliceBytes = 32 * 1024;
+
+// Elements per slice of a step of `count` elements of `elemSize` bytes (a divisor of 16;
+// slotBytes a multiple of 16, so slices keep 16-byte alignment). Both ends of a connection
+// see the same count for a step, so they cut it alike. With slicesPerStep <= nSlots / 2 and
+// a step of at most half the FIFO (the schedules' maxStepElems), a step never takes more
+// than half the slots (tests/gpu/cpu_side_test.cc checks it).
+BRAID_HOST_DEVICE inline uint64_t sliceElemsFor(uint64_t count, uint32_t elemSize, uint32_t slotBytes,
+                                                uint32_t slicesPerStep) {
+  uint64_t bytes = (count * elemSize / slicesPerStep + 15) & ~uint64_t(15);
+  if (bytes < kMinSliceBytes) bytes = kMinSliceBytes;
+  if (bytes > slotBytes) bytes = slotBytes;
+  return bytes / elemSize;
+}
+
+// The slices per step a launch runs with: what was asked, at most half the slots. Schedules
+// keep a step within half a FIFO so that two ranks sending to each other both finish the
+// step before either receives; slices must keep that (8 slices in 8 slots deadlocked a
+// 2-rank ring all-reduce on the H200).
+inline uint32_t effectiveSlicesPerStep(uint32_t asked, uint32_t nSlots) {
+  const uint32_t most = nSlots / 2 > 1 ? nSlots / 2 : 1;
+  return asked < 1 ? 1 : asked > most ? most : asked;
+}
+
 // KernelParams::flags
 constexpr uint32_t kPeersOnThisGpu = 1;  // every peer runs on this GPU: GPU-scope fences suffice
 

@@ -2,6 +2,7 @@
 // launch validation (which fails before any CUDA call), the reference, the thread bootstrap.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "kernels/executor.h"
@@ -52,6 +53,30 @@ TEST(ExecutorValidation, RejectsMalformedLaunches) {
   sl.recvs.push_back({0, 1, {a, &counters[0], &counters[1], 16, 4}});
   sl.slicesPerStep = 0;
   EXPECT_EQ(kernels::launch(sl), ncclInvalidArgument);
+}
+
+// The deadlock-freedom invariant behind the slicing: every step of at most half a FIFO
+// (CollArgs::maxStepElems), cut as the kernel cuts it with the slices per step that launch()
+// runs, takes at most half the FIFO's slots; slices are whole 16-byte packs. 8 slices in 8
+// slots broke this and deadlocked a 2-rank all-reduce.
+TEST(ExecutorSlicing, AStepNeverTakesMoreThanHalfTheSlots) {
+  for (uint32_t elemSize : {1u, 2u, 4u, 8u})
+    for (uint32_t slotBytes : {16u, 4096u, 32768u, 262144u, 524288u})
+      for (uint32_t nSlots : {2u, 4u, 8u, 16u})
+        for (uint32_t asked : {0u, 1u, 2u, 4u, 8u, 64u}) {
+          const uint32_t slices = kernels::effectiveSlicesPerStep(asked, nSlots);
+          const uint64_t maxStep = uint64_t(slotBytes) * nSlots / 2 / elemSize;
+          for (uint64_t count : {uint64_t(1), uint64_t(7), maxStep / 3 + 1, maxStep / 2, maxStep - 1, maxStep}) {
+            if (count == 0 || count > maxStep) continue;
+            const uint64_t per = kernels::sliceElemsFor(count, elemSize, slotBytes, slices);
+            ASSERT_GT(per, 0u);
+            EXPECT_EQ(per * elemSize % 16, 0u);
+            EXPECT_LE(per * elemSize, slotBytes);
+            EXPECT_LE((count + per - 1) / per, std::max<uint64_t>(1, nSlots / 2))
+                << "elem " << elemSize << " slot " << slotBytes << " x " << nSlots << " slices " << slices << " count "
+                << count;
+          }
+        }
 }
 
 TEST(Reference, IntegersWrapAndAverageTruncates) {
