@@ -2,6 +2,7 @@
 #include "kernels/executor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -9,6 +10,7 @@
 #include <tuple>
 #include <utility>
 
+#include "core/cuda_scope.h"
 #include "core/log.h"
 #include "core/numeric.h"
 #include "kernels/kernel_entry.h"
@@ -32,25 +34,9 @@ uint32_t appendTable(std::vector<unsigned char>& blob, const std::vector<Row>& r
   return static_cast<uint32_t>(offset);
 }
 
-// Restores the calling thread's current device when it goes out of scope.
-class DeviceGuard {
- public:
-  ncclResult_t enter(int dev) {
-    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
-    if (previous_ == dev) return ncclSuccess;
-    cudaError_t e = cudaSetDevice(dev);
-    if (e != cudaSuccess) return fail(ncclUnhandledCudaError, "executor: cudaSetDevice(%d): %s", dev, cudaGetErrorString(e));
-    switched_ = true;
-    return ncclSuccess;
-  }
-  ~DeviceGuard() {
-    if (switched_ && previous_ >= 0) (void)cudaSetDevice(previous_);
-  }
-
- private:
-  int previous_ = -1;
-  bool switched_ = false;
-};
+ncclResult_t deviceFail(int dev, cudaError_t e) {
+  return fail(ncclUnhandledCudaError, "executor: cudaSetDevice(%d): %s", dev, cudaGetErrorString(e));
+}
 
 struct Tables {
   std::vector<DevSendEnd> sends;
@@ -258,15 +244,20 @@ std::set<std::tuple<int, int, int>> connectionsOf(const Launch& w, const std::ve
 size_t inlineWorkCapacity() { return kInlineWorkBytes; }
 
 ncclResult_t preloadKernels(int cudaDev) {
+  // Every launch asks: once loaded, a device is one atomic load away (devices 0..63).
+  static std::atomic<uint64_t> loadedMask{0};
+  const uint64_t bit = cudaDev >= 0 && cudaDev < 64 ? uint64_t(1) << cudaDev : 0;
+  if (bit != 0 && (loadedMask.load(std::memory_order_acquire) & bit) != 0) return ncclSuccess;
   static std::mutex mutex;
   static std::set<int> loaded;
   std::lock_guard<std::mutex> lock(mutex);
   if (loaded.count(cudaDev) > 0) return ncclSuccess;
-  DeviceGuard guard;
-  BRAID_CHECK(guard.enter(cudaDev));
+  DeviceScope scope(cudaDev);
+  if (scope.error() != cudaSuccess) return deviceFail(cudaDev, scope.error());
   cudaError_t e = preloadAllKernels();
   if (e != cudaSuccess) return fail(ncclUnhandledCudaError, "executor: loading the kernels on device %d: %s", cudaDev, cudaGetErrorString(e));
   loaded.insert(cudaDev);
+  loadedMask.fetch_or(bit, std::memory_order_release);
   return ncclSuccess;
 }
 
@@ -312,8 +303,8 @@ ncclResult_t launch(const Launch& w) {
   }
   if (kernels.empty()) return ncclSuccess;
   BRAID_CHECK(preloadKernels(w.cudaDev));
-  DeviceGuard guard;
-  BRAID_CHECK(guard.enter(w.cudaDev));
+  DeviceScope scope(w.cudaDev);
+  if (scope.error() != cudaSuccess) return deviceFail(w.cudaDev, scope.error());
   for (const PackedKernel& k : kernels) BRAID_CHECK(enqueueKernel(w, tables, k));
   return ncclSuccess;
 }

@@ -17,6 +17,7 @@
 #include <map>
 #include <set>
 
+#include "core/cuda_scope.h"
 #include "core/env.h"
 #include "core/log.h"
 
@@ -64,20 +65,6 @@ ncclResult_t cudaFail(int rank, const char* what, cudaError_t e) {
 ncclResult_t sysFail(int rank, const char* what, const char* name, int err) {
   return fail(ncclSystemError, "p2p: rank %d: %s(%s): %s", rank, what, name, std::strerror(err));
 }
-
-class DeviceScope {
- public:
-  explicit DeviceScope(int dev) {
-    if (cudaGetDevice(&previous_) == cudaSuccess && previous_ != dev) switched_ = cudaSetDevice(dev) == cudaSuccess;
-  }
-  ~DeviceScope() {
-    if (switched_) (void)cudaSetDevice(previous_);
-  }
-
- private:
-  int previous_ = -1;
-  bool switched_ = false;
-};
 
 // Can `fromDev` load and store `toDev`'s memory directly? (Ordinals of this process.)
 bool peerAccessible(int fromDev, int toDev) {

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "core/comm.h"
+#include "core/cuda_scope.h"
 #include "core/log.h"
 
 namespace braid::api {
@@ -17,10 +18,10 @@ cudaError_t probeDevice(int dev) {
   static std::mutex mutex;
   static std::map<int, cudaStream_t> probes;
   std::lock_guard<std::mutex> lock(mutex);
-  int previous = -1;
-  if (cudaGetDevice(&previous) != cudaSuccess) return cudaGetLastError(), cudaSuccess;  // no driver
-  cudaError_t e = cudaSuccess;
-  if (previous != dev) e = cudaSetDevice(dev);
+  int current = -1;
+  if (cudaGetDevice(&current) != cudaSuccess) return cudaGetLastError(), cudaSuccess;  // no driver
+  DeviceScope scope(dev);
+  cudaError_t e = scope.error();
   auto it = probes.find(dev);
   if (e == cudaSuccess && it == probes.end()) {
     cudaStream_t s = nullptr;
@@ -28,14 +29,9 @@ cudaError_t probeDevice(int dev) {
     if (e == cudaSuccess) it = probes.emplace(dev, s).first;
   }
   if (e == cudaSuccess) {
-    // A global-mode capture elsewhere in the process forbids the query in this thread's
-    // default mode; it captures nothing.
-    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-    (void)cudaThreadExchangeStreamCaptureMode(&mode);
+    RelaxedCapture relaxed;  // a global-mode capture elsewhere would forbid the query
     e = cudaStreamQuery(it->second);
-    (void)cudaThreadExchangeStreamCaptureMode(&mode);
   }
-  if (previous >= 0 && previous != dev) (void)cudaSetDevice(previous);
   return e;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <thread>
 
+#include "core/cuda_scope.h"
 #include "core/log.h"
 
 namespace braid::api {
@@ -151,28 +152,22 @@ size_t GpuResources::bytesAllocated() const {
 void GpuResources::stopInFlight() {
   if (!abortHost_) return;
   *abortHost_ = 1;
-  int prev = -1;
-  cudaGetDevice(&prev);
-  cudaSetDevice(comm_->cudaDev);
-  cudaDeviceSynchronize();  // the communicator's kernels return at the abort word
-  cudaGetLastError();
+  DeviceScope scope(comm_->cudaDev);
+  (void)cudaDeviceSynchronize();  // the communicator's kernels return at the abort word
+  (void)cudaGetLastError();
   *abortHost_ = 0;
-  if (prev >= 0) cudaSetDevice(prev);
 }
 
 void GpuResources::close(bool abort) {
   if (abort && abortHost_) *abortHost_ = 1;
   if (comm_->cudaDev >= 0) {
-    int prev = -1;
-    cudaGetDevice(&prev);
-    cudaSetDevice(comm_->cudaDev);
-    cudaDeviceSynchronize();  // no kernel may still use the FIFOs (abort makes them return)
-    cudaGetLastError();
+    DeviceScope scope(comm_->cudaDev);
+    (void)cudaDeviceSynchronize();  // no kernel may still use the FIFOs (abort makes them return)
+    (void)cudaGetLastError();
     for (auto& t : transports_)
       if (!abort) t->close();
     transports_.clear();
-    if (words_) cudaFreeHost(words_);
-    if (prev >= 0) cudaSetDevice(prev);
+    if (words_) (void)cudaFreeHost(words_);
   }
   words_ = nullptr;
   abortHost_ = nullptr;

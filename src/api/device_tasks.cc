@@ -13,6 +13,7 @@
 #include "api/redop.h"
 #include "api/task.h"
 #include "core/comm.h"
+#include "core/cuda_scope.h"
 #include "core/log.h"
 #include "core/numeric.h"
 #include "kernels/copy.h"
@@ -186,26 +187,6 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
   return ncclSuccess;
 }
 
-// Puts the calling thread's device back when the scope ends.
-struct DeviceRestore {
-  int dev = -1;
-  DeviceRestore() {
-    if (cudaGetDevice(&dev) != cudaSuccess) dev = -1;
-  }
-  ~DeviceRestore() {
-    if (dev >= 0) (void)cudaSetDevice(dev);
-  }
-};
-
-// While a stream is captured in the default (global) mode, CUDA refuses calls like cudaMalloc
-// in every thread. Connection setup makes such calls (nothing of it enters the graph), so this
-// thread relaxes its capture mode for the scope.
-struct RelaxedCapture {
-  cudaStreamCaptureMode saved = cudaStreamCaptureModeRelaxed;
-  RelaxedCapture() { (void)cudaThreadExchangeStreamCaptureMode(&saved); }
-  ~RelaxedCapture() { (void)cudaThreadExchangeStreamCaptureMode(&saved); }
-};
-
 // One rank: every collective with a built-in op is a copy (sum, prod, max, min and avg of
 // one value are the value), and in place there is nothing to do.
 bool copiesOnOneRank(const Task& t) {
@@ -217,14 +198,10 @@ bool copiesOnOneRank(const Task& t) {
 // device's). This is the whole host path of a 1-rank collective: keep it lean.
 ncclResult_t copyOnOneRank(const Task& t) {
   if (t.sendbuff == t.recvbuff) return ncclSuccess;
-  const int dev = t.comm->cudaDev;
-  int current = -1;
-  cudaError_t e = cudaGetDevice(&current);
-  if (e == cudaSuccess && current != dev) e = cudaSetDevice(dev);
-  if (e != cudaSuccess) return cudaFail(t, "cudaSetDevice", e);
-  BRAID_CHECK(kernels::preloadKernels(dev));
-  e = kernels::copyAsync(t.recvbuff, t.sendbuff, t.count * sizeOfType(t.type), t.stream);
-  if (current != dev) (void)cudaSetDevice(current);
+  DeviceScope scope(t.comm->cudaDev);
+  if (scope.error() != cudaSuccess) return cudaFail(t, "cudaSetDevice", scope.error());
+  BRAID_CHECK(kernels::preloadKernels(t.comm->cudaDev));
+  cudaError_t e = kernels::copyAsync(t.recvbuff, t.sendbuff, t.count * sizeOfType(t.type), t.stream);
   return e == cudaSuccess ? ncclSuccess : cudaFail(t, "the copy kernel's launch", e);
 }
 
@@ -249,7 +226,7 @@ ncclResult_t runDeviceTasks(std::span<const Task* const> tasks) {
     }
     it->second->tasks.push_back(t);
   }
-  DeviceRestore restore;
+  DeviceScope restore;      // the loops below switch devices
   RelaxedCapture relaxed;  // the first call may be captured, and it allocates the connections
   bool connecting = false;
   for (CommLaunch& cl : launches) {
