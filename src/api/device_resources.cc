@@ -91,9 +91,9 @@ ncclResult_t GpuResources::ensureLinks(const std::set<std::pair<int, int>>& send
                                        const std::set<std::pair<int, int>>& recvs) {
   std::vector<transport::P2pLink> newSends, newRecvs;
   for (auto& l : sends)
-    if (!sends_.count(l)) newSends.push_back({l.first, l.second});
+    if (!sendEnds_.count(l)) newSends.push_back({l.first, l.second});
   for (auto& l : recvs)
-    if (!recvs_.count(l)) newRecvs.push_back({l.first, l.second});
+    if (!recvEnds_.count(l)) newRecvs.push_back({l.first, l.second});
   if (newSends.empty() && newRecvs.empty()) return ncclSuccess;
   for (const auto* links : {&newSends, &newRecvs})
     for (const transport::P2pLink& l : *links)
@@ -106,8 +106,8 @@ ncclResult_t GpuResources::ensureLinks(const std::set<std::pair<int, int>>& send
   for (const PeerInfo& p : comm_->peers) peers.push_back(toP2pInfo(p));
   std::unique_ptr<transport::P2pTransport> t;
   BRAID_CHECK(transport::P2pTransport::connect(*comm_->bootstrap, peers, {kSlotBytes, kSlots}, newSends, newRecvs, &t));
-  for (auto& l : newSends) sends_.insert({l.channel, l.peer});
-  for (auto& l : newRecvs) recvs_.insert({l.channel, l.peer});
+  for (auto& l : newSends) (void)t->sendEnd(l.channel, l.peer, &sendEnds_[{l.channel, l.peer}]);
+  for (auto& l : newRecvs) (void)t->recvEnd(l.channel, l.peer, &recvEnds_[{l.channel, l.peer}]);
   transports_.push_back(std::move(t));
   size_t staged = 0;
   for (auto& tr : transports_) staged += tr->hostStaged() ? tr->bytesAllocated() : 0;
@@ -119,22 +119,24 @@ ncclResult_t GpuResources::ensureLinks(const std::set<std::pair<int, int>>& send
 bool GpuResources::hasLinks(const std::set<std::pair<int, int>>& sends,
                             const std::set<std::pair<int, int>>& recvs) const {
   for (auto& l : sends)
-    if (!sends_.count(l)) return false;
+    if (!sendEnds_.count(l)) return false;
   for (auto& l : recvs)
-    if (!recvs_.count(l)) return false;
+    if (!recvEnds_.count(l)) return false;
   return true;
 }
 
 bool GpuResources::sendEnd(int channel, int peer, transport::FifoSendEnd* out) const {
-  for (auto& t : transports_)
-    if (t->sendEnd(channel, peer, out)) return true;
-  return false;
+  auto it = sendEnds_.find({channel, peer});
+  if (it == sendEnds_.end()) return false;
+  *out = it->second;
+  return true;
 }
 
 bool GpuResources::recvEnd(int channel, int peer, transport::FifoRecvEnd* out) const {
-  for (auto& t : transports_)
-    if (t->recvEnd(channel, peer, out)) return true;
-  return false;
+  auto it = recvEnds_.find({channel, peer});
+  if (it == recvEnds_.end()) return false;
+  *out = it->second;
+  return true;
 }
 
 bool GpuResources::anyHostStaged() const {

@@ -3,6 +3,7 @@
 // that the kernels poll and write.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <set>
 #include <utility>
@@ -53,7 +54,9 @@ class GpuResources final : public DeviceResources {
   explicit GpuResources(ncclComm* comm) : comm_(comm) {}
   ncclComm* comm_;
   std::vector<std::unique_ptr<transport::P2pTransport>> transports_;
-  std::set<std::pair<int, int>> sends_, recvs_;
+  // The connected links' ends, by (channel, peer): found per launch without asking each transport.
+  std::map<std::pair<int, int>, transport::FifoSendEnd> sendEnds_;
+  std::map<std::pair<int, int>, transport::FifoRecvEnd> recvEnds_;
   uint32_t* words_ = nullptr;  // pinned, mapped: [0] abort, [1] error
   volatile uint32_t* abortHost_ = nullptr;
   const volatile uint32_t* abortDev_ = nullptr;

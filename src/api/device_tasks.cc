@@ -54,6 +54,7 @@ struct CommLaunch {
   std::deque<algo::Lane> p2pLanes;
   kernels::Launch launch;
   std::set<std::pair<int, int>> sends, recvs;
+  bool connected = false;  // every link in sends/recvs exists already
   std::vector<void*> scratch;  // stream-ordered copies for in-place AlltoAll
 };
 
@@ -143,7 +144,7 @@ ncclResult_t prepare(CommLaunch& cl) {
 }
 
 ncclResult_t connectAndLaunch(CommLaunch& cl) {
-  BRAID_CHECK(cl.res->ensureLinks(cl.sends, cl.recvs));
+  if (!cl.connected) BRAID_CHECK(cl.res->ensureLinks(cl.sends, cl.recvs));
   kernels::Launch& L = cl.launch;
   const Task& first = *cl.tasks.front();
   L.cudaDev = cl.comm->cudaDev;
@@ -232,7 +233,8 @@ ncclResult_t runDeviceTasks(std::span<const Task* const> tasks) {
   for (CommLaunch& cl : launches) {
     if (cudaError_t e = cudaSetDevice(cl.comm->cudaDev); e != cudaSuccess) return cudaFail(*cl.tasks.front(), "cudaSetDevice", e);
     BRAID_CHECK(prepare(cl));
-    connecting = connecting || !cl.res->hasLinks(cl.sends, cl.recvs);
+    cl.connected = cl.res->hasLinks(cl.sends, cl.recvs);
+    connecting = connecting || !cl.connected;
   }
   if (launches.size() == 1 || !connecting) {
     for (CommLaunch& cl : launches) {
