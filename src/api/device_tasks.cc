@@ -152,24 +152,23 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
   L.abortFlag = cl.res->abortWordDevice();
   L.errorOut = cl.res->errorWordDevice();
   L.peersOnThisGpu = !cl.res->anyHostStaged();
-  for (auto& [channel, peer] : cl.sends) L.peersOnThisGpu = L.peersOnThisGpu && cl.res->peerOnThisGpu(peer);
-  for (auto& [channel, peer] : cl.recvs) L.peersOnThisGpu = L.peersOnThisGpu && cl.res->peerOnThisGpu(peer);
   for (auto& [channel, peer] : cl.sends) {
     kernels::SendConn c{channel, peer, {}};
     cl.res->sendEnd(channel, peer, &c.end);
     L.sends.push_back(c);
+    L.peersOnThisGpu = L.peersOnThisGpu && cl.res->peerOnThisGpu(peer);
   }
   for (auto& [channel, peer] : cl.recvs) {
     kernels::RecvConn c{channel, peer, {}};
     cl.res->recvEnd(channel, peer, &c.end);
     L.recvs.push_back(c);
+    L.peersOnThisGpu = L.peersOnThisGpu && cl.res->peerOnThisGpu(peer);
   }
   // Work on other streams of the group: the launch stream waits for them, they wait for it.
   std::vector<cudaStream_t> others;
   for (const Task* t : cl.tasks)
     if (t->stream != first.stream && std::find(others.begin(), others.end(), t->stream) == others.end())
       others.push_back(t->stream);
-  std::vector<cudaEvent_t> events;
   auto joinStreams = [&](cudaStream_t from, cudaStream_t to) -> cudaError_t {
     cudaEvent_t ev;
     cudaError_t e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
