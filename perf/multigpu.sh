@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Issue 6: braid against NCCL on one host with several GPUs, in one device call per kind.
-#   perf/multigpu.sh BUILD_DIR        (on the GPU machine; the build folder is carried)
+# Issue 6: braid against NCCL on one host with several GPUs.
+#   perf/multigpu.sh BUILD_DIR [tests|perf|all]   (on the GPU machine; the build is carried)
+# A device call runs 10 minutes at most, and the tests alone take about 6: give `tests` one
+# call and `perf` (steps 2 and 3) the next; `all` (the default) runs the three in turn.
 # 1. tests/gpu/run.sh with every GPU (correctness against the float64 reference and NCCL)
-# 2. braid-perf over braid and over the real NCCL (same program, same inputs), one rank per
+# 2. braid-perf over braid and over the real NCCL (same program, same inputs; results unchecked
+#    unless CHECK=1: the host reference of 4 GB outputs takes minutes), one rank per
 #    GPU: all-reduce, all-gather, reduce-scatter, broadcast, sendrecv, 8 B to 4 GB, and the
 #    ratio braid/NCCL per size
 # 3. nvidia-smi topo -m beside braid-topo's matrix; NCCL's topology dump beside braid's
@@ -11,23 +14,27 @@ set -u
 export NCCL_NVLS_ENABLE=0   # never NVLink multicast
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 build="$(cd "${1:-$repo/build}" && pwd)"
+part="${2:-all}"
 out="${OUT:-$(mktemp -d)}"
 mkdir -p "$out"
 ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || echo 0)
 echo "=== $(date -u +%F) $(nvidia-smi -L 2>/dev/null | head -1) x $ngpus"
 if [ "$ngpus" -lt 2 ]; then echo "needs at least 2 GPUs (found $ngpus): only the single-GPU parts run"; fi
 
-# The real NCCL: the toolkit's, or the PyTorch wheel's.
+# The real NCCL: the toolkit's, or the PyTorch wheel's (nvidia.nccl is a namespace package).
 real=""
-for cand in /usr/local/cuda/lib/libnccl.so.2 /usr/local/cuda/lib64/libnccl.so.2 \
-            "$(python3 -c 'import nvidia.nccl,os;print(os.path.dirname(nvidia.nccl.__file__)+"/lib/libnccl.so.2")' 2>/dev/null)"; do
-  [ -n "$cand" ] && [ -e "$cand" ] && { real="$cand"; break; }
+wheel="$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)"
+for cand in /usr/local/cuda/lib/libnccl.so.2 /usr/local/cuda/lib64/libnccl.so.2 ${wheel:+"$wheel/lib/libnccl.so.2"}; do
+  [ -e "$cand" ] && { real="$cand"; break; }
 done
 echo "real NCCL: ${real:-not found}"
 
 # 1. Correctness on all GPUs.
-timeout 600 "$repo/tests/gpu/run.sh" "$build" > "$out/gpu-run.log" 2>&1
-echo "tests/gpu/run.sh exit $?"; tail -15 "$out/gpu-run.log"
+if [ "$part" = tests ] || [ "$part" = all ]; then
+  BUDGET="${BUDGET:-560}" "$repo/tests/gpu/run.sh" "$build" > "$out/gpu-run.log" 2>&1
+  echo "tests/gpu/run.sh exit $?"; sed -n '/^=== key numbers/,$p' "$out/gpu-run.log"
+fi
+[ "$part" = tests ] && exit 0
 
 # 2. Side by side.
 np=$(( ngpus > 0 ? ngpus : 1 ))
@@ -35,10 +42,14 @@ perf="$build/perf/braid-perf"
 table="$out/multigpu-perf.txt"
 : > "$table"
 for coll in allreduce allgather reducescatter broadcast sendrecv; do
-  args=(--coll "$coll" -np "$np" --memory device -b 8 -e 4G -f 4 -w 5 -n 20 -c 1)
-  LD_LIBRARY_PATH="$build" timeout 600 "$perf" "${args[@]}" > "$out/braid-$coll.txt" 2>&1
+  args=(--coll "$coll" -np "$np" --memory device -b 8 -e 4G -f 4 -w 5 -n 20 -c "${CHECK:-0}")
+  t0=$SECONDS
+  LD_LIBRARY_PATH="$build" timeout "${LIMIT_PERF:-90}" "$perf" "${args[@]}" > "$out/braid-$coll.txt" 2>&1
+  echo "braid $coll: exit $? in $((SECONDS - t0)) s; $(grep -E 'Out of bounds|Avg bus' "$out/braid-$coll.txt" | tr -s ' ' | paste -sd ';' -)"
   if [ -n "$real" ]; then
-    LD_LIBRARY_PATH="$(dirname "$real")" timeout 600 "$perf" "${args[@]}" > "$out/nccl-$coll.txt" 2>&1
+    t0=$SECONDS
+    LD_LIBRARY_PATH="$(dirname "$real")" timeout "${LIMIT_PERF:-90}" "$perf" "${args[@]}" > "$out/nccl-$coll.txt" 2>&1
+    echo "nccl  $coll: exit $? in $((SECONDS - t0)) s; $(grep -E 'Out of bounds|Avg bus' "$out/nccl-$coll.txt" | tr -s ' ' | paste -sd ';' -)"
   fi
   # size, braid time, NCCL time, braid busbw, NCCL busbw, ratio of times (out-of-place columns)
   awk -v coll="$coll" 'FNR==NR && $1 ~ /^[0-9]+$/ {b[$1]=$6; bb[$1]=$8; next}

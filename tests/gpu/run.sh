@@ -16,6 +16,8 @@
 #                 scenario (2 processes).
 #   nccl-compare  braid vs the real NCCL, 1 rank each, in one process (gpu_nccl_compare):
 #                 bitwise outputs, all-reduce 8 B..1 GB, CPU time per call, comm memory.
+#   nccl-cmp-N    the same comparison of outputs with N = 2, 4, 8 ranks, one per GPU, where
+#                 the machine has N GPUs.
 #   call-cost     gpu_call_cost: host cost of the CUDA calls on the enqueue path, tiny copies.
 #   async-error   gpu_api_async_error: a kernel fault reported by ncclCommGetAsyncError.
 #   api-graph     CUDA graph (100 replays) and abort within 1 s through the API (2 threads).
@@ -153,6 +155,7 @@ skip() { rows+=("$(printf '%-13s %-15s %6s   %s' "$1" "NOT-RUN" "-" "$2")"); }
 
 echo "=== device, build, libraries"
 nvidia-smi --query-gpu=index,name,memory.used,memory.total,driver_version --format=csv,noheader 2>&1 | head -8
+ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 echo "build: $build   (budget ${budget}s, logs $logs)"
 echo "mp_rank links: $(ldd "$build/tests/mp/mp_rank" 2>/dev/null | grep -E 'nccl|braid' | tr -s ' \t' ' ')"
 real_nccl="$(find_real_nccl)" || real_nccl=""
@@ -160,10 +163,16 @@ echo "real NCCL: ${real_nccl:-not found}"
 
 # 1. API-level correctness on device memory, rank processes through braid-launch.
 section mp-device "${LIMIT_MP:-260}" bash "$here/run.sh" --part mp-device "$build" "${LIMIT_MP:-260}"
-# 2. braid against the real NCCL (1 rank each), with the 1-rank measurements.
+# 2. braid against the real NCCL (1 rank each), with the 1-rank measurements; then, where there
+#    are enough GPUs, 2, 4 and 8 ranks (one per GPU, ncclCommInitAll in one process).
 if [ -n "$real_nccl" ]; then
   section nccl-compare "${LIMIT_COMPARE:-90}" "$build/tests/gpu/gpu_nccl_compare" \
     --braid "$(readlink -f "$build/libbraid.so")" --nccl "$real_nccl"
+  for n in 2 4 8; do
+    [ "$n" -le "$ngpus" ] || continue
+    section "nccl-cmp-$n" "${LIMIT_COMPARE_N:-120}" "$build/tests/gpu/gpu_nccl_compare" \
+      --braid "$(readlink -f "$build/libbraid.so")" --nccl "$real_nccl" --ranks "$n"
+  done
 else
   skip nccl-compare "no real libnccl.so.2 found (set NCCL_REAL_LIB)"
 fi
