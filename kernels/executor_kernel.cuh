@@ -8,24 +8,33 @@
 #include "algo/schedule.h"
 #include "kernels/elementwise.cuh"
 #include "kernels/work_layout.h"
+#include "transport/p2p_fifo.h"
 
 namespace braid::kernels::device {
 
 constexpr int kMaxThreads = 512;
 constexpr uint32_t kSpinsPerAbortCheck = 1000;
 
-// Counters are read and written with acquire/release at system scope (a peer on another GPU,
-// or host-staged FIFOs), or at GPU scope when every peer runs on this GPU.
+// Counters are read with acquire and posted after an acquire-release fence, at system scope
+// (a peer on another GPU, or host-staged FIFOs), or at GPU scope when every peer runs on this
+// GPU. The fence (not the stronger fence.sc of __threadfence) orders the block's slot reads
+// and writes, which the barrier before it gathered, before the relaxed store of the counter.
 __device__ inline uint64_t loadAcquire(const uint64_t* p, bool gpuScope) {
   uint64_t v;
   if (gpuScope) asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   else asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
-__device__ inline void storeRelease(uint64_t* p, uint64_t v, bool gpuScope) {
-  if (gpuScope) asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-  else asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+__device__ inline void fenceAcqRel(bool gpuScope) {
+  if (gpuScope) asm volatile("fence.acq_rel.gpu;" ::: "memory");
+  else asm volatile("fence.acq_rel.sys;" ::: "memory");
 }
+__device__ inline void storeRelaxed(uint64_t* p, uint64_t v, bool gpuScope) {
+  if (gpuScope) asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+  else asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+// This side's own step of a connection, kept beside its local counter (transport/p2p_fifo.h).
+__device__ inline volatile uint64_t* ownStep(uint64_t* localCounter) { return localCounter + transport::kOwnStepWords; }
 
 // Block-wide state that thread 0 publishes to the others between barriers.
 struct BlockShared {
@@ -94,15 +103,15 @@ __device__ bool runStep(const LaneContext& c, const DevStep& s, const Combiner<E
   }
 
   // Through FIFOs, one slot per slice. Thread 0 owns the counters: it reads where this
-  // connection stands (it wrote the value itself, last), waits, and posts.
+  // connection stands (its own copy, in local memory), waits, and posts.
   const bool gpuScope = p.flags & kPeersOnThisGpu;
   const uint64_t sliceElems = sliceElemsFor(s.count, sizeof(Raw), p.slotBytes, p.slicesPerStep);
   const DevSendEnd* out = hasSend ? &c.sends[s.sendConn] : nullptr;
   const DevRecvEnd* in = hasRecv ? &c.recvs[s.recvConn] : nullptr;
   uint64_t sendStep = 0, recvStep = 0;
   if (threadIdx.x == 0) {
-    if (out != nullptr) sendStep = loadAcquire(out->tail, gpuScope);
-    if (in != nullptr) recvStep = loadAcquire(in->head, gpuScope);
+    if (out != nullptr) sendStep = *ownStep(out->head);
+    if (in != nullptr) recvStep = *ownStep(in->tail);
   }
   for (uint64_t off = 0; off < s.count; off += sliceElems) {
     if (threadIdx.x == 0) {
@@ -128,13 +137,17 @@ __device__ bool runStep(const LaneContext& c, const DevStep& s, const Combiner<E
     runSlice(a, combine);
     __syncthreads();
     if (threadIdx.x == 0) {
-      // The barrier ordered every thread's slot writes before this point; the fence makes
-      // them visible to the peer (at system scope: another GPU, or host memory, too) before
-      // the counter moves.
-      if (gpuScope) __threadfence();
-      else __threadfence_system();
-      if (out != nullptr) storeRelease(out->tail, ++sendStep, gpuScope);
-      if (in != nullptr) storeRelease(in->head, ++recvStep, gpuScope);
+      // The barrier ordered every thread's slot accesses before this point; the fence makes
+      // the writes visible to the peer (and the reads complete) before the counter moves.
+      fenceAcqRel(gpuScope);
+      if (out != nullptr) {
+        *ownStep(out->head) = ++sendStep;
+        storeRelaxed(out->tail, sendStep, gpuScope);
+      }
+      if (in != nullptr) {
+        *ownStep(in->tail) = ++recvStep;
+        storeRelaxed(in->head, recvStep, gpuScope);
+      }
     }
   }
   return true;

@@ -25,7 +25,7 @@ namespace braid::transport {
 namespace {
 
 constexpr size_t kRegionAlign = size_t(2) << 20;  // share whole 2 MiB pages only
-constexpr size_t kCounterBytes = 128;             // one counter per cache line
+constexpr size_t kCounterBytes = 128;             // a counter and this side's own step (p2p_fifo.h) per line
 constexpr size_t kRecordAlign = 4096;
 constexpr uint32_t kTagHeader = 0x50325000;       // "P2P" + 0: header; +1: entries; +2: ack
 constexpr uint32_t kTagAck = kTagHeader + 2;

@@ -5,22 +5,28 @@
 // receiver polls local memory); the sender owns the head counter (the receiver writes it).
 // Counters only grow: `tail` counts slots written, `head` counts slots consumed. Slot k of
 // the stream lives at fifo + (k % nSlots) * slotBytes.
+//
+// Each side also keeps its own position (the sender's tail, the receiver's head) in its own
+// memory, kOwnStepWords words past its local counter (same 128-byte line, another sector), so
+// that a kernel learns where a connection stands without a read across NVLink.
 #pragma once
 #include <cstdint>
 
 namespace braid::transport {
 
+constexpr uint32_t kOwnStepWords = 8;  // 64 bytes
+
 struct FifoSendEnd {
   char* peerFifo = nullptr;        // the receiver's slots
   uint64_t* peerTail = nullptr;    // in the receiver's memory; written by this side
-  uint64_t* localHead = nullptr;   // in this side's memory; written by the receiver
+  uint64_t* localHead = nullptr;   // in this side's memory; written by the receiver (own tail copy at +kOwnStepWords)
   uint32_t slotBytes = 0;
   uint32_t nSlots = 0;
 };
 
 struct FifoRecvEnd {
   const char* localFifo = nullptr;
-  uint64_t* localTail = nullptr;   // written by the sender
+  uint64_t* localTail = nullptr;   // written by the sender (own head copy at +kOwnStepWords)
   uint64_t* peerHead = nullptr;    // in the sender's memory; written by this side
   uint32_t slotBytes = 0;
   uint32_t nSlots = 0;
