@@ -34,9 +34,10 @@ class GpuResources final : public DeviceResources {
   const volatile uint32_t* abortWordDevice() const { return abortDev_; }
   uint32_t* errorWordDevice() const { return errorDev_; }
   uint32_t errorWord() const { return errorHost_ ? *errorHost_ : 0; }
+  // Channels (blocks) for a collective of `bytes` (collectiveBytes): the same on every rank.
   int channelsFor(size_t bytes) const;
   // Channels (parts) for one send or recv of `bytes`: the same on both ends, whatever their GPU.
-  static uint32_t p2pPartsFor(size_t bytes);
+  uint32_t p2pPartsFor(size_t bytes) const;
   // Whether `peer`'s kernels run on this rank's GPU (same host, same PCI bus id).
   bool peerOnThisGpu(int peer) const { return sameGpu_[peer]; }
   // Whether any connection stages through host memory (then fences stay at system scope:
@@ -62,7 +63,9 @@ class GpuResources final : public DeviceResources {
   const volatile uint32_t* abortDev_ = nullptr;
   volatile uint32_t* errorHost_ = nullptr;
   uint32_t* errorDev_ = nullptr;
+  size_t channelsWanted(size_t bytes) const;
   int maxChannels_ = 1;
+  size_t bytesPerChannel_ = 512 << 10;  // a channel (block) per this many bytes of a small call
   std::vector<bool> sameGpu_;  // by rank
 };
 

@@ -29,8 +29,9 @@ algo::CollArgs collArgsFor(const Task& t, int nChannels, size_t alignBytes, size
   return args;
 }
 
-algo::RankPlan planFor(const algo::CollArgs& args) {
-  algo::RankPlan plan = algo::defaultAlgorithm(args.coll, args.nRanks)->build(args);
+algo::RankPlan planFor(const algo::CollArgs& args, const algo::Algorithm* algorithm) {
+  if (algorithm == nullptr) algorithm = algo::defaultAlgorithm(args.coll, args.nRanks);
+  algo::RankPlan plan = algorithm->build(args);
   algo::maybeDumpSchedule(args, plan);
   return plan;
 }
@@ -39,11 +40,12 @@ void PlanCache::startRun() {
   if (plans_.size() > 256) plans_.clear();
 }
 
-const algo::RankPlan& PlanCache::get(const algo::CollArgs& args) {
+const algo::RankPlan& PlanCache::get(const algo::CollArgs& args, const algo::Algorithm* algorithm) {
+  if (algorithm == nullptr) algorithm = algo::defaultAlgorithm(args.coll, args.nRanks);
   // nRanks, rank and ring are fixed for a communicator; the rest names the plan.
-  Key key{static_cast<int>(args.coll), args.count, args.root, args.nChannels, args.alignElems, args.maxStepElems};
+  Key key{static_cast<int>(args.coll), args.count, args.root, args.nChannels, args.alignElems, args.maxStepElems, algorithm};
   auto it = plans_.find(key);
-  if (it == plans_.end()) it = plans_.emplace(key, planFor(args)).first;
+  if (it == plans_.end()) it = plans_.emplace(key, planFor(args, algorithm)).first;
   return it->second;
 }
 

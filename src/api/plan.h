@@ -5,6 +5,7 @@
 #include <map>
 #include <tuple>
 
+#include "algo/algorithm.h"
 #include "algo/schedule.h"
 #include "api/task.h"
 
@@ -20,8 +21,8 @@ size_t collectiveBytes(const Task& t);
 // ring neighbour can post its step before it must consume (otherwise all ranks block sending).
 algo::CollArgs collArgsFor(const Task& t, int nChannels, size_t alignBytes, size_t fifoBytes);
 
-// The tuner's choice (the default algorithm today), built and dumped when asked for.
-algo::RankPlan planFor(const algo::CollArgs& args);
+// The plan of `algorithm` (the default one when null), built and dumped when asked for.
+algo::RankPlan planFor(const algo::CollArgs& args, const algo::Algorithm* algorithm = nullptr);
 
 // A communicator's recent plans: the same call again reuses its schedule instead of building
 // it (a host-memory call's cost is mostly allocation otherwise). References stay valid until
@@ -29,10 +30,10 @@ algo::RankPlan planFor(const algo::CollArgs& args);
 class PlanCache {
  public:
   void startRun();  // may forget old plans (bounded size); never during a run
-  const algo::RankPlan& get(const algo::CollArgs& args);
+  const algo::RankPlan& get(const algo::CollArgs& args, const algo::Algorithm* algorithm = nullptr);
 
  private:
-  using Key = std::tuple<int, uint64_t, int, int, uint32_t, uint64_t>;
+  using Key = std::tuple<int, uint64_t, int, int, uint32_t, uint64_t, const algo::Algorithm*>;
   std::map<Key, algo::RankPlan> plans_;
 };
 

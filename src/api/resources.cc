@@ -52,6 +52,7 @@ ncclResult_t createResources(ncclComm* comm) {
   BRAID_CHECK(chooseRing(comm));
   comm->host = std::make_unique<HostTransport>(comm);
   comm->hostPlans = std::make_unique<api::PlanCache>();
+  comm->devicePlans = std::make_unique<api::PlanCache>();
   return ncclSuccess;
 }
 

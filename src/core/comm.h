@@ -61,6 +61,7 @@ struct ncclComm {
 
   std::unique_ptr<braid::HostTransport> host;
   std::unique_ptr<braid::api::PlanCache> hostPlans;
+  std::unique_ptr<braid::api::PlanCache> devicePlans;  // GPU executor plans (other lane sizes)
   std::unique_ptr<braid::DeviceResources> device;
 
   ncclComm();
