@@ -54,7 +54,7 @@ struct CommLaunch {
   kernels::Launch launch;
   std::set<std::pair<int, int>> sends, recvs;
   bool connected = false;  // every link in sends/recvs exists already
-  std::vector<void*> scratch;  // stream-ordered copies for in-place AlltoAll
+  std::vector<void*> scratch;  // stream-ordered copies for in-place AlltoAll and send/recv
 };
 
 void noteLinks(CommLaunch& cl, const algo::Lane& lane) {
@@ -106,6 +106,14 @@ ncclResult_t planP2p(CommLaunch& cl, const std::vector<const Task*>& p2p) {
     ops.push_back({t.isSend, t.root, t.count, cl.res->p2pPartsFor(bytes)});
     bufs[2 * i] = const_cast<void*>(t.sendbuff);
     bufs[2 * i + 1] = t.recvbuff;
+    if (t.isSend && bytes > 0 && sendOverlapsARecv(t, p2p)) {
+      // Send a stream-ordered copy, as for an in-place AlltoAll.
+      cudaError_t e = cudaMallocAsync(&bufs[2 * i], bytes, t.stream);
+      if (e != cudaSuccess) return cudaFail(t, "cudaMallocAsync (copy of a send buffer that a recv overwrites)", e);
+      cl.scratch.push_back(bufs[2 * i]);
+      e = cudaMemcpyAsync(bufs[2 * i], t.sendbuff, bytes, cudaMemcpyDeviceToDevice, t.stream);
+      if (e != cudaSuccess) return cudaFail(t, "cudaMemcpyAsync (copy of a send buffer that a recv overwrites)", e);
+    }
   }
   algo::RankPlan plan = algo::buildP2p(comm->rank, comm->nRanks, ops);
   // One op per P2P task (its type), all sharing the group's buffer table.

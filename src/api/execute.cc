@@ -89,6 +89,11 @@ void addP2p(HostRun& run, ncclComm* comm, const std::vector<const Task*>& tasks)
     bufs[2 * i] = const_cast<char*>(static_cast<const char*>(tasks[i]->sendbuff));
     bufs[2 * i + 1] = static_cast<char*>(tasks[i]->recvbuff);
     isInput[2 * i] = true;
+    if (tasks[i]->isSend && tasks[i]->count > 0 && sendOverlapsARecv(*tasks[i], tasks)) {
+      std::vector<char>& copy = ctxOf[i]->staging;
+      copy.assign(bufs[2 * i], bufs[2 * i] + tasks[i]->count * ctxOf[i]->elemSize);
+      bufs[2 * i] = copy.data();
+    }
   }
   for (host::OpContext* ctx : ctxOf) {
     ctx->bufs = bufs;

@@ -29,6 +29,17 @@ algo::CollArgs collArgsFor(const Task& t, int nChannels, size_t alignBytes, size
   return args;
 }
 
+bool sendOverlapsARecv(const Task& send, const std::vector<const Task*>& p2p) {
+  auto begin = static_cast<const char*>(send.sendbuff);
+  auto end = begin + send.count * sizeOfType(send.type);
+  for (const Task* r : p2p) {
+    if (r->isSend || r->count == 0) continue;
+    auto rb = static_cast<const char*>(r->recvbuff);
+    if (rb < end && begin < rb + r->count * sizeOfType(r->type)) return true;
+  }
+  return false;
+}
+
 algo::RankPlan planFor(const algo::CollArgs& args, const algo::Algorithm* algorithm) {
   if (algorithm == nullptr) algorithm = algo::defaultAlgorithm(args.coll, args.nRanks);
   algo::RankPlan plan = algorithm->build(args);

@@ -21,6 +21,11 @@ size_t collectiveBytes(const Task& t);
 // ring neighbour can post its step before it must consume (otherwise all ranks block sending).
 algo::CollArgs collArgsFor(const Task& t, int nChannels, size_t alignBytes, size_t fifoBytes);
 
+// Whether a send's buffer overlaps a recv buffer of the same group (nccl-tests' in-place
+// sendrecv uses one buffer for both). Sends and recvs run in separate lanes, so a recv could
+// overwrite data before its send has read it: both engines send a copy then.
+bool sendOverlapsARecv(const Task& send, const std::vector<const Task*>& p2p);
+
 // The plan of `algorithm` (the default one when null), built and dumped when asked for.
 algo::RankPlan planFor(const algo::CollArgs& args, const algo::Algorithm* algorithm = nullptr);
 

@@ -434,7 +434,6 @@ int scenarioCollectives(const std::vector<CountSet>& sets) {
       for (ncclDataType_t type : types)
         for (check::ReduceOp op : ops)
           for (int inPlace = 0; inPlace < 2; ++inPlace) {
-            if (coll == check::Collective::SendRecv && inPlace) continue;
             int root = (gN > 1) ? static_cast<int>(seed % gN) : 0;
             check::CheckSpec spec;
             spec.coll = coll;
