@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 6: braid against NCCL on one host with several GPUs.
 #   perf/multigpu.sh BUILD_DIR [tests|perf|all]   (on the GPU machine; the build is carried)
-# A device call runs 10 minutes at most, and the tests alone take about 6: give `tests` one
+# A device call runs 10 minutes at most, and the tests alone take about 5: give `tests` one
 # call and `perf` (steps 2 and 3) the next; `all` (the default) runs the three in turn.
 # 1. tests/gpu/run.sh with every GPU (correctness against the float64 reference and NCCL)
 # 2. braid-perf over braid and over the real NCCL (same program, same inputs; results unchecked
