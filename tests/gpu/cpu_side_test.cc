@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <thread>
 
+#include "algo/algorithm.h"
 #include "kernels/executor.h"
+#include "kernels/pack.h"
 #include "reference.h"
 #include "thread_bootstrap.h"
 
@@ -117,6 +120,191 @@ TEST(ThreadBootstrap, SendRecvAllGatherBarrier) {
   }
   for (auto& t : threads) t.join();
   for (int r = 0; r < n; ++r) EXPECT_TRUE(ok[r]) << r;
+}
+
+
+// ---- The packer: what a kernel reads back from the blob is what the schedule says. ----
+
+template <typename Row>
+std::vector<Row> table(const kernels::PackedKernel& k, uint32_t offset, uint32_t n) {
+  EXPECT_EQ(offset % 16, 0u);
+  EXPECT_LE(offset + n * sizeof(Row), k.blob.size());
+  std::vector<Row> rows(n);
+  if (n > 0) std::memcpy(rows.data(), k.blob.data() + offset, n * sizeof(Row));
+  return rows;
+}
+
+// A launch of `plan`'s lanes for rank `rank` of a ring of n ranks, with a connection per
+// (channel, peer) the lanes use, in a deliberately unsorted order.
+struct PlannedLaunch {
+  kernels::Launch launch;
+  uint64_t counters[4096] = {};
+  char fifo[16] = {};
+  int used = 0;
+  void addConnections(const algo::RankPlan& plan) {
+    std::vector<std::pair<int, int>> sends, recvs;
+    for (const algo::Lane& lane : plan.lanes)
+      for (const algo::Step& s : lane.steps) {
+        if (s.sendPeer >= 0) sends.push_back({lane.channel, s.sendPeer});
+        if (s.recvPeer >= 0) recvs.push_back({lane.channel, s.recvPeer});
+      }
+    for (auto* v : {&sends, &recvs}) {
+      std::sort(v->begin(), v->end());
+      v->erase(std::unique(v->begin(), v->end()), v->end());
+      std::reverse(v->begin(), v->end());
+    }
+    for (auto [c, p] : sends) {
+      launch.sends.push_back({c, p, {fifo, &counters[used], &counters[used + 1], 4096, 8}});
+      used += 2;
+    }
+    for (auto [c, p] : recvs) {
+      launch.recvs.push_back({c, p, {fifo, &counters[used], &counters[used + 1], 4096, 8}});
+      used += 2;
+    }
+  }
+};
+
+TEST(PackLaunch, BlobReadsBackAsTheScheduleSays) {
+  algo::CollArgs a;
+  a.coll = algo::Coll::AllReduce;
+  a.nRanks = 4;
+  a.rank = 1;
+  a.count = 100003;
+  a.nChannels = 5;
+  a.alignElems = 4;
+  a.maxStepElems = 4096;
+  const algo::RankPlan plan = algo::findAlgorithm("ring")->build(a);
+  static PlannedLaunch pl;
+  pl = PlannedLaunch{};
+  static float in[4], out[4];
+  kernels::OpWork op;
+  op.type = ncclFloat32;
+  op.red.kind = kernels::RedKind::PreMulSum;
+  op.red.scalarBits = 0x40000000;
+  op.buffers = {in, out};
+  pl.launch.ops.push_back(op);
+  for (const algo::Lane& lane : plan.lanes) pl.launch.lanes.push_back({0, &lane});
+  pl.addConnections(plan);
+
+  kernels::PackedLaunch packed;
+  ASSERT_EQ(kernels::packLaunch(pl.launch, &packed), ncclSuccess);
+  ASSERT_EQ(packed.kernels.size(), 1u);
+  EXPECT_EQ(packed.slotBytes, 4096u);
+  EXPECT_EQ(packed.nSlots, 8u);
+  const kernels::PackedKernel& k = packed.kernels[0];
+  EXPECT_EQ(k.type, kernels::ElemType::Float32);
+  EXPECT_EQ(k.blob.size() % 16, 0u);
+  auto lanes = table<kernels::DevLane>(k, k.index.lanes, k.index.nLanes);
+  auto ops = table<kernels::DevOp>(k, k.index.ops, k.index.nOps);
+  auto sends = table<kernels::DevSendEnd>(k, k.index.sends, k.index.nSends);
+  auto recvs = table<kernels::DevRecvEnd>(k, k.index.recvs, k.index.nRecvs);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].kind, uint8_t(kernels::RedKind::PreMulSum));
+  EXPECT_EQ(ops[0].scalarBits, 0x40000000u);
+  EXPECT_EQ(ops[0].reduces, 1);
+  auto buffers = table<void*>(k, k.index.buffers + 0, ops[0].firstBuffer + ops[0].nBuffers);
+  EXPECT_EQ(buffers[ops[0].firstBuffer + algo::kInput], static_cast<void*>(in));
+  EXPECT_EQ(buffers[ops[0].firstBuffer + algo::kOutput], static_cast<void*>(out));
+  ASSERT_EQ(sends.size(), pl.launch.sends.size());
+  ASSERT_EQ(recvs.size(), pl.launch.recvs.size());
+  for (size_t i = 0; i < sends.size(); ++i) EXPECT_EQ(sends[i].tail, pl.launch.sends[i].end.peerTail);
+  for (size_t i = 0; i < recvs.size(); ++i) EXPECT_EQ(recvs[i].tail, pl.launch.recvs[i].end.localTail);
+
+  // Lane by lane, step by step (empty steps dropped), connections named by their ends.
+  size_t lane = 0;
+  for (const algo::Lane& l : plan.lanes) {
+    std::vector<const algo::Step*> want;
+    for (const algo::Step& s : l.steps)
+      if (s.count > 0) want.push_back(&s);
+    if (want.empty()) continue;
+    ASSERT_LT(lane, lanes.size());
+    const kernels::DevLane& dl = lanes[lane++];
+    EXPECT_EQ(dl.op, 0u);
+    ASSERT_EQ(dl.nSteps, want.size());
+    auto steps = table<kernels::DevStep>(k, k.index.steps + dl.firstStep * sizeof(kernels::DevStep), dl.nSteps);
+    for (size_t i = 0; i < want.size(); ++i) {
+      const algo::Step& s = *want[i];
+      const kernels::DevStep& d = steps[i];
+      EXPECT_EQ(d.srcOff, s.srcOff);
+      EXPECT_EQ(d.dstOff, s.dstOff);
+      EXPECT_EQ(d.count, s.count);
+      EXPECT_EQ(d.src, s.src);
+      EXPECT_EQ(d.dst, s.dst);
+      EXPECT_EQ(d.flags, s.flags);
+      if (s.sendPeer >= 0) {
+        ASSERT_GE(d.sendConn, 0);
+        EXPECT_EQ(pl.launch.sends[d.sendConn].channel, l.channel);
+        EXPECT_EQ(pl.launch.sends[d.sendConn].peer, s.sendPeer);
+      } else {
+        EXPECT_EQ(d.sendConn, kernels::kNoConn);
+      }
+      if (s.recvPeer >= 0) {
+        ASSERT_GE(d.recvConn, 0);
+        EXPECT_EQ(pl.launch.recvs[d.recvConn].channel, l.channel);
+        EXPECT_EQ(pl.launch.recvs[d.recvConn].peer, s.recvPeer);
+      } else {
+        EXPECT_EQ(d.recvConn, kernels::kNoConn);
+      }
+    }
+  }
+  EXPECT_EQ(lane, lanes.size());
+  EXPECT_EQ(k.nBlocks, lanes.size());
+}
+
+TEST(PackLaunch, KernelsSplitByTypeAndSharedConnections) {
+  // Three byte-moving ops (two types) and one float reduction. Ops 0 and 1 use the same
+  // connection, so op 1 waits for a second byte kernel; op 2 (another connection) joins it.
+  algo::Lane send0, send1, send2, reduce;
+  send0.channel = send1.channel = 0;
+  send2.channel = 1;
+  send0.steps.push_back(algo::Step{.sendPeer = 1, .src = algo::kInput, .count = 3});
+  send1.steps.push_back(algo::Step{.sendPeer = 1, .src = algo::kInput, .count = 5});
+  send2.steps.push_back(algo::Step{.sendPeer = 1, .src = algo::kInput, .count = 7});
+  reduce.channel = 2;
+  reduce.steps.push_back(algo::Step{.recvPeer = 1, .src = algo::kInput, .dst = algo::kOutput, .flags = algo::kReduce, .count = 9});
+  static char a[64], b[64];
+  static uint64_t counters[16];
+  static char fifo[16];
+  kernels::Launch l;
+  for (ncclDataType_t t : {ncclInt32, ncclFloat16, ncclInt64}) {
+    kernels::OpWork op;
+    op.type = t;
+    op.reduces = false;
+    op.buffers = {a, b};
+    l.ops.push_back(op);
+  }
+  kernels::OpWork red;
+  red.type = ncclFloat32;
+  red.buffers = {a, b};
+  l.ops.push_back(red);
+  l.lanes = {{0, &send0}, {1, &send1}, {2, &send2}, {3, &reduce}};
+  l.sends.push_back({0, 1, {fifo, &counters[0], &counters[1], 4096, 8}});
+  l.sends.push_back({1, 1, {fifo, &counters[2], &counters[3], 4096, 8}});
+  l.recvs.push_back({2, 1, {fifo, &counters[4], &counters[5], 4096, 8}});
+  kernels::PackedLaunch packed;
+  ASSERT_EQ(kernels::packLaunch(l, &packed), ncclSuccess);
+  // Kernels in type order: uint8 (byte ops) before float32; the byte ops split in two.
+  ASSERT_EQ(packed.kernels.size(), 3u);
+  EXPECT_EQ(packed.kernels[0].type, kernels::ElemType::Uint8);
+  EXPECT_EQ(packed.kernels[1].type, kernels::ElemType::Uint8);
+  EXPECT_EQ(packed.kernels[2].type, kernels::ElemType::Float32);
+  EXPECT_EQ(packed.kernels[0].nBlocks, 1u);
+  EXPECT_EQ(packed.kernels[1].nBlocks, 2u);
+  EXPECT_EQ(packed.kernels[2].nBlocks, 1u);
+  // Byte kernels count bytes: int32 x 3, then float16 x 5 and int64 x 7.
+  auto stepsOf = [](const kernels::PackedKernel& k) {
+    return table<kernels::DevStep>(k, k.index.steps, k.blob.size() > k.index.steps
+                                                         ? uint32_t((k.blob.size() - k.index.steps) / sizeof(kernels::DevStep))
+                                                         : 0);
+  };
+  EXPECT_EQ(stepsOf(packed.kernels[0])[0].count, 12u);
+  EXPECT_EQ(stepsOf(packed.kernels[1])[0].count, 10u);
+  EXPECT_EQ(stepsOf(packed.kernels[1])[1].count, 56u);
+  EXPECT_EQ(stepsOf(packed.kernels[2])[0].count, 9u);
+  EXPECT_EQ(stepsOf(packed.kernels[2])[0].recvConn, 0);
+  // A connection given twice is refused.
+  l.sends.push_back({0, 1, {fifo, &counters[6], &counters[7], 4096, 8}});
+  EXPECT_EQ(kernels::packLaunch(l, &packed), ncclInvalidArgument);
 }
 
 }  // namespace

@@ -1,0 +1,264 @@
+#include "kernels/pack.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "core/log.h"
+#include "core/numeric.h"
+
+namespace braid::kernels {
+namespace {
+
+using ConnKey = std::pair<int, int>;  // (channel, peer)
+
+// Ops that only move bytes run in the uint8 kernel with counts and offsets in bytes, so
+// that one kernel serves all their types and a group of them shares one launch.
+ElemType kernelTypeOf(const OpWork& op) {
+  return op.reduces ? static_cast<ElemType>(int(op.type)) : ElemType::Uint8;
+}
+
+template <typename Row>
+uint32_t appendTable(std::vector<unsigned char>& blob, const std::vector<Row>& rows) {
+  size_t offset = (blob.size() + 15) & ~size_t(15);
+  blob.resize(offset + rows.size() * sizeof(Row));
+  if (!rows.empty()) std::memcpy(blob.data() + offset, rows.data(), rows.size() * sizeof(Row));
+  return static_cast<uint32_t>(offset);
+}
+
+// Connection ends in the launch's order, and a sorted index for finding one by key.
+struct ConnTable {
+  std::vector<std::pair<ConnKey, int16_t>> index;  // sorted by key
+  int16_t find(ConnKey key) const {
+    auto it = std::lower_bound(index.begin(), index.end(), std::make_pair(key, int16_t(-1)));
+    return it != index.end() && it->first == key ? it->second : kNoConn;
+  }
+};
+
+struct Tables {
+  std::vector<DevSendEnd> sends;
+  std::vector<DevRecvEnd> recvs;
+  ConnTable sendIndex, recvIndex;
+  uint32_t slotBytes = 0, nSlots = 0;
+};
+
+ncclResult_t checkSlots(Tables& t, uint32_t slotBytes, uint32_t nSlots, int channel, int peer) {
+  if (slotBytes == 0 || slotBytes % 16 != 0 || nSlots == 0)
+    return fail(ncclInvalidArgument, "executor: connection (channel %d, peer %d) has %u slots of %u bytes; need at least one slot of a multiple of 16 bytes",
+                channel, peer, nSlots, slotBytes);
+  if (t.slotBytes == 0) {
+    t.slotBytes = slotBytes;
+    t.nSlots = nSlots;
+  } else if (t.slotBytes != slotBytes || t.nSlots != nSlots) {
+    return fail(ncclInvalidArgument, "executor: connections of one launch must share one FIFO shape (%u x %u bytes, but (channel %d, peer %d) has %u x %u)",
+                t.nSlots, t.slotBytes, channel, peer, nSlots, slotBytes);
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t sortIndex(ConnTable& table, const char* what) {
+  std::sort(table.index.begin(), table.index.end());
+  auto twice = std::adjacent_find(table.index.begin(), table.index.end(),
+                                  [](const auto& a, const auto& b) { return a.first == b.first; });
+  if (twice != table.index.end())
+    return fail(ncclInvalidArgument, "executor: %s connection (channel %d, peer %d) given twice", what, twice->first.first,
+                twice->first.second);
+  return ncclSuccess;
+}
+
+ncclResult_t buildConnTables(const Launch& w, Tables* t) {
+  if (w.sends.size() + w.recvs.size() > 0x7fff) return fail(ncclInvalidArgument, "executor: too many connections (%zu)", w.sends.size() + w.recvs.size());
+  t->sends.reserve(w.sends.size());
+  t->sendIndex.index.reserve(w.sends.size());
+  for (const SendConn& c : w.sends) {
+    BRAID_CHECK(checkSlots(*t, c.end.slotBytes, c.end.nSlots, c.channel, c.peer));
+    if (c.end.peerFifo == nullptr || c.end.peerTail == nullptr || c.end.localHead == nullptr)
+      return fail(ncclInvalidArgument, "executor: send connection (channel %d, peer %d) has a null pointer", c.channel, c.peer);
+    t->sendIndex.index.push_back({ConnKey{c.channel, c.peer}, int16_t(t->sends.size())});
+    t->sends.push_back(DevSendEnd{c.end.peerFifo, c.end.peerTail, c.end.localHead});
+  }
+  t->recvs.reserve(w.recvs.size());
+  t->recvIndex.index.reserve(w.recvs.size());
+  for (const RecvConn& c : w.recvs) {
+    BRAID_CHECK(checkSlots(*t, c.end.slotBytes, c.end.nSlots, c.channel, c.peer));
+    if (c.end.localFifo == nullptr || c.end.localTail == nullptr || c.end.peerHead == nullptr)
+      return fail(ncclInvalidArgument, "executor: recv connection (channel %d, peer %d) has a null pointer", c.channel, c.peer);
+    t->recvIndex.index.push_back({ConnKey{c.channel, c.peer}, int16_t(t->recvs.size())});
+    t->recvs.push_back(DevRecvEnd{c.end.localFifo, c.end.localTail, c.end.peerHead});
+  }
+  BRAID_CHECK(sortIndex(t->sendIndex, "send"));
+  return sortIndex(t->recvIndex, "recv");
+}
+
+ncclResult_t checkBuffer(const OpWork& op, int opIndex, uint16_t index) {
+  if (index == algo::kNoBuf) return ncclSuccess;
+  if (index >= op.buffers.size() || op.buffers[index] == nullptr)
+    return fail(ncclInvalidArgument, "executor: op %d: a step uses buffer %u, which the op does not provide", opIndex, unsigned(index));
+  return ncclSuccess;
+}
+
+ncclResult_t convertStep(const Launch& w, const Tables& t, const LaneWork& lw, const algo::Step& s, size_t scale,
+                         DevStep* out) {
+  const OpWork& op = w.ops[lw.op];
+  BRAID_CHECK(checkBuffer(op, lw.op, s.src));
+  BRAID_CHECK(checkBuffer(op, lw.op, s.dst));
+  std::memset(out, 0, sizeof(*out));
+  out->srcOff = s.srcOff * scale;
+  out->dstOff = s.dstOff * scale;
+  out->count = s.count * scale;
+  out->src = s.src;
+  out->dst = s.dst;
+  out->flags = s.flags;
+  out->recvConn = kNoConn;
+  out->sendConn = kNoConn;
+  const int channel = lw.lane->channel;
+  if (s.recvPeer != algo::kNoPeer) {
+    out->recvConn = t.recvIndex.find({channel, s.recvPeer});
+    if (out->recvConn == kNoConn)
+      return fail(ncclInvalidArgument, "executor: a step receives from rank %d on channel %d, but the launch has no such connection", s.recvPeer, channel);
+  }
+  if (s.sendPeer != algo::kNoPeer) {
+    out->sendConn = t.sendIndex.find({channel, s.sendPeer});
+    if (out->sendConn == kNoConn)
+      return fail(ncclInvalidArgument, "executor: a step sends to rank %d on channel %d, but the launch has no such connection", s.sendPeer, channel);
+  }
+  if (s.recvPeer == algo::kNoPeer && s.src == algo::kNoBuf && s.count > 0)
+    return fail(ncclInvalidArgument, "executor: op %d: a step has neither a recv nor a src", lw.op);
+  if ((s.flags & algo::kReduce) && (s.recvPeer == algo::kNoPeer || s.src == algo::kNoBuf))
+    return fail(ncclInvalidArgument, "executor: op %d: a reduce step needs both a recv and a src", lw.op);
+  return ncclSuccess;
+}
+
+// Every lane's steps, converted once: lane i's are steps[first[i] .. first[i+1]).
+struct ConvertedLanes {
+  std::vector<DevStep> steps;
+  std::vector<uint32_t> first;
+  std::vector<std::vector<int16_t>> sendsOfOp, recvsOfOp;  // connections each op's lanes use
+};
+
+ncclResult_t convertLanes(const Launch& w, const Tables& t, ConvertedLanes* c) {
+  size_t total = 0;
+  for (const LaneWork& lw : w.lanes) total += lw.lane->steps.size();
+  c->steps.reserve(total);
+  c->first.reserve(w.lanes.size() + 1);
+  c->sendsOfOp.resize(w.ops.size());
+  c->recvsOfOp.resize(w.ops.size());
+  for (const LaneWork& lw : w.lanes) {
+    c->first.push_back(uint32_t(c->steps.size()));
+    const OpWork& op = w.ops[lw.op];
+    const size_t scale = op.reduces ? 1 : sizeOfType(op.type);
+    for (const algo::Step& s : lw.lane->steps) {
+      if (s.count == 0) continue;
+      DevStep& d = c->steps.emplace_back();
+      BRAID_CHECK(convertStep(w, t, lw, s, scale, &d));
+      if (d.sendConn != kNoConn) c->sendsOfOp[lw.op].push_back(d.sendConn);
+      if (d.recvConn != kNoConn) c->recvsOfOp[lw.op].push_back(d.recvConn);
+    }
+  }
+  c->first.push_back(uint32_t(c->steps.size()));
+  return ncclSuccess;
+}
+
+// Packs the kernel for `laneIds` (lanes of ops of kernel type `type`).
+void packKernel(const Launch& w, const Tables& t, const ConvertedLanes& c, ElemType type,
+                const std::vector<int>& laneIds, std::vector<PackedKernel>* out) {
+  std::vector<DevLane> lanes;
+  std::vector<DevOp> ops;
+  std::vector<void*> buffers;
+  std::vector<DevStep> steps;
+  lanes.reserve(laneIds.size());
+  std::vector<int> opSlot(w.ops.size(), -1);  // launch op index -> index in `ops`
+  for (int id : laneIds) {
+    const uint32_t begin = c.first[id], end = c.first[id + 1];
+    if (begin == end) continue;  // nothing left once empty steps are dropped
+    const int opIndex = w.lanes[id].op;
+    if (opSlot[opIndex] < 0) {
+      const OpWork& op = w.ops[opIndex];
+      opSlot[opIndex] = int(ops.size());
+      DevOp d{};
+      d.scalarBits = op.red.scalarBits;
+      d.deviceScalar = op.red.deviceScalar;
+      d.firstBuffer = uint32_t(buffers.size());
+      d.nBuffers = uint32_t(op.buffers.size());
+      d.nRanks = op.red.nRanks;
+      d.kind = op.reduces ? uint8_t(op.red.kind) : uint8_t(RedKind::Sum);
+      d.reduces = op.reduces ? 1 : 0;
+      ops.push_back(d);
+      buffers.insert(buffers.end(), op.buffers.begin(), op.buffers.end());
+    }
+    DevLane dl{};
+    dl.firstStep = uint32_t(steps.size());
+    dl.nSteps = end - begin;
+    dl.op = uint32_t(opSlot[opIndex]);
+    steps.insert(steps.end(), c.steps.begin() + begin, c.steps.begin() + end);
+    lanes.push_back(dl);
+  }
+  if (lanes.empty()) return;
+
+  PackedKernel& k = out->emplace_back();
+  k.type = type;
+  k.nBlocks = unsigned(lanes.size());
+  std::vector<unsigned char>& blob = k.blob;
+  blob.reserve(16 * 6 + lanes.size() * sizeof(DevLane) + ops.size() * sizeof(DevOp) + buffers.size() * sizeof(void*) +
+               t.sends.size() * sizeof(DevSendEnd) + t.recvs.size() * sizeof(DevRecvEnd) + steps.size() * sizeof(DevStep));
+  k.index.lanes = appendTable(blob, lanes);
+  k.index.ops = appendTable(blob, ops);
+  k.index.buffers = appendTable(blob, buffers);
+  k.index.sends = appendTable(blob, t.sends);
+  k.index.recvs = appendTable(blob, t.recvs);
+  k.index.steps = appendTable(blob, steps);
+  k.index.nLanes = uint32_t(lanes.size());
+  k.index.nOps = uint32_t(ops.size());
+  k.index.nSends = uint32_t(t.sends.size());
+  k.index.nRecvs = uint32_t(t.recvs.size());
+  blob.resize((blob.size() + 15) & ~size_t(15));
+}
+
+}  // namespace
+
+ncclResult_t packLaunch(const Launch& w, PackedLaunch* out) {
+  std::vector<std::vector<int>> lanesOfOp(w.ops.size());
+  for (size_t i = 0; i < w.lanes.size(); ++i) {
+    const LaneWork& lw = w.lanes[i];
+    if (lw.lane == nullptr || lw.op < 0 || size_t(lw.op) >= w.ops.size())
+      return fail(ncclInvalidArgument, "executor: lane %zu names op %d of %zu, or has no steps", i, lw.op, w.ops.size());
+    if (!validDataType(w.ops[lw.op].type))
+      return fail(ncclInvalidArgument, "executor: op %d has data type %d", lw.op, int(w.ops[lw.op].type));
+    lanesOfOp[lw.op].push_back(int(i));
+  }
+  Tables tables;
+  BRAID_CHECK(buildConnTables(w, &tables));
+  ConvertedLanes converted;
+  BRAID_CHECK(convertLanes(w, tables, &converted));
+
+  // Every rank sees the ops in the same order and each kernel holds whole ops, so no kernel
+  // waits on work enqueued after it. A connection's stamp is the batch that last used it.
+  std::vector<uint32_t> sendStamp(tables.sends.size(), 0), recvStamp(tables.recvs.size(), 0);
+  uint32_t stamp = 0;
+  out->kernels.clear();
+  for (int type = 0; type < kNumElemTypes; ++type) {
+    std::vector<int> batch;
+    ++stamp;
+    for (size_t op = 0; op < w.ops.size(); ++op) {
+      if (lanesOfOp[op].empty() || int(kernelTypeOf(w.ops[op])) != type) continue;
+      const auto& sends = converted.sendsOfOp[op];
+      const auto& recvs = converted.recvsOfOp[op];
+      bool clash = std::any_of(sends.begin(), sends.end(), [&](int16_t s) { return sendStamp[s] == stamp; }) ||
+                   std::any_of(recvs.begin(), recvs.end(), [&](int16_t r) { return recvStamp[r] == stamp; });
+      if (clash) {
+        packKernel(w, tables, converted, static_cast<ElemType>(type), batch, &out->kernels);
+        batch.clear();
+        ++stamp;
+      }
+      batch.insert(batch.end(), lanesOfOp[op].begin(), lanesOfOp[op].end());
+      for (int16_t s : sends) sendStamp[s] = stamp;
+      for (int16_t r : recvs) recvStamp[r] = stamp;
+    }
+    if (!batch.empty()) packKernel(w, tables, converted, static_cast<ElemType>(type), batch, &out->kernels);
+  }
+  out->slotBytes = tables.slotBytes;
+  out->nSlots = tables.nSlots;
+  return ncclSuccess;
+}
+
+}  // namespace braid::kernels

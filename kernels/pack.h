@@ -1,0 +1,32 @@
+// Packing a launch into the kernels' work blobs (work_layout.h): plain C++, no CUDA calls,
+// so the CPU tests can read back exactly what a kernel would. Every call of a collective
+// pays for it on the host, so it avoids maps and sets: a 64-lane launch is packed in a few
+// microseconds.
+#pragma once
+#include <vector>
+
+#include "kernels/executor.h"
+#include "kernels/work_layout.h"
+
+namespace braid::kernels {
+
+// One kernel to enqueue: its element type, grid and packed work.
+struct PackedKernel {
+  ElemType type = ElemType::Uint8;
+  unsigned nBlocks = 0;
+  std::vector<unsigned char> blob;
+  WorkIndex index{};
+};
+
+struct PackedLaunch {
+  std::vector<PackedKernel> kernels;  // in enqueue order
+  uint32_t slotBytes = 0, nSlots = 0;  // the FIFO shape all connections share
+};
+
+// Checks and packs `w` (everything but the CUDA side: device, stream, thread count).
+// Kernels in (type, op) order: ops of one type share a kernel unless they use a common
+// connection (a connection has one sending and one receiving lane at a time), so such an op
+// waits for the next kernel. Returns ncclInvalidArgument for a malformed launch.
+ncclResult_t packLaunch(const Launch& w, PackedLaunch* out);
+
+}  // namespace braid::kernels
