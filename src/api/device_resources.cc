@@ -100,8 +100,7 @@ uint32_t GpuResources::p2pPartsFor(size_t bytes) const {
   return static_cast<uint32_t>(std::min(channelsWanted(bytes), kMaxP2pChannels));
 }
 
-ncclResult_t GpuResources::ensureLinks(const std::set<std::pair<int, int>>& sends,
-                                       const std::set<std::pair<int, int>>& recvs) {
+ncclResult_t GpuResources::ensureLinks(const Links& sends, const Links& recvs) {
   std::vector<transport::P2pLink> newSends, newRecvs;
   for (auto& l : sends)
     if (!sendEnds_.count(l)) newSends.push_back({l.first, l.second});
@@ -129,8 +128,7 @@ ncclResult_t GpuResources::ensureLinks(const std::set<std::pair<int, int>>& send
   return ncclSuccess;
 }
 
-bool GpuResources::hasLinks(const std::set<std::pair<int, int>>& sends,
-                            const std::set<std::pair<int, int>>& recvs) const {
+bool GpuResources::hasLinks(const Links& sends, const Links& recvs) const {
   for (auto& l : sends)
     if (!sendEnds_.count(l)) return false;
   for (auto& l : recvs)

@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <set>
 #include <utility>
 #include <vector>
 
@@ -22,11 +21,13 @@ class GpuResources final : public DeviceResources {
   ~GpuResources() override;
   static ncclResult_t create(ncclComm* comm, GpuResources** out);
 
-  // Connects the (channel, peer) links that are not connected yet (pairwise with the peers
-  // concerned; the peers ask for the matching links in the same call).
-  ncclResult_t ensureLinks(const std::set<std::pair<int, int>>& sends, const std::set<std::pair<int, int>>& recvs);
+  // (channel, peer) links, sorted and without repeats.
+  using Links = std::vector<std::pair<int, int>>;
+  // Connects the links that are not connected yet (pairwise with the peers concerned; the
+  // peers ask for the matching links in the same call).
+  ncclResult_t ensureLinks(const Links& sends, const Links& recvs);
   // True when every one of these links is connected already.
-  bool hasLinks(const std::set<std::pair<int, int>>& sends, const std::set<std::pair<int, int>>& recvs) const;
+  bool hasLinks(const Links& sends, const Links& recvs) const;
   bool sendEnd(int channel, int peer, transport::FifoSendEnd* out) const;
   bool recvEnd(int channel, int peer, transport::FifoRecvEnd* out) const;
 

@@ -52,15 +52,15 @@ struct CommLaunch {
   std::vector<const Task*> tasks;
   std::deque<algo::Lane> p2pLanes;
   kernels::Launch launch;
-  std::set<std::pair<int, int>> sends, recvs;
+  GpuResources::Links sends, recvs;  // sorted and unique once prepared
   bool connected = false;  // every link in sends/recvs exists already
   std::vector<void*> scratch;  // stream-ordered copies for in-place AlltoAll and send/recv
 };
 
 void noteLinks(CommLaunch& cl, const algo::Lane& lane) {
   for (const algo::Step& s : lane.steps) {
-    if (s.sendPeer >= 0) cl.sends.insert({lane.channel, s.sendPeer});
-    if (s.recvPeer >= 0) cl.recvs.insert({lane.channel, s.recvPeer});
+    if (s.sendPeer >= 0) cl.sends.push_back({lane.channel, s.sendPeer});
+    if (s.recvPeer >= 0) cl.recvs.push_back({lane.channel, s.recvPeer});
   }
 }
 
@@ -151,6 +151,10 @@ ncclResult_t prepare(CommLaunch& cl) {
     else BRAID_CHECK(planCollective(cl, *t));
   }
   if (!p2p.empty()) BRAID_CHECK(planP2p(cl, p2p));
+  for (GpuResources::Links* links : {&cl.sends, &cl.recvs}) {
+    std::sort(links->begin(), links->end());
+    links->erase(std::unique(links->begin(), links->end()), links->end());
+  }
   return ncclSuccess;
 }
 
