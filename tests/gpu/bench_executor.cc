@@ -175,6 +175,7 @@ double memcpyRate(size_t bytes, int iters) {
 struct RowResult {
   enum Status { Ok, NoMemory, Failed } status = Failed;  // Failed: the group is unusable now
   double us = 0;
+  double hostUs = 0;  // the slowest rank's host time per enqueue (enqueuing only, no wait)
   double hbmGBs = 0;
   uint64_t hbmBytes = 0;  // per operation, all ranks
   std::string why;
@@ -228,13 +229,16 @@ RowResult runRow(RankGroup& g, algo::Coll coll, uint64_t count, int channels, in
     res.why = "cudaEventCreate failed";
     return res;
   }
+  std::vector<double> hostUs(n, 0);
   auto run = [&](int times) -> bool {
     std::vector<int> ok(n, 1);
     std::barrier sync(n);
     g.onEachRank([&](int r) {
       sync.arrive_and_wait();
       ok[r] = GPU_OK(cudaEventRecord(begin[r], g.stream(r)));
+      const auto t0 = Clock::now();
       for (int i = 0; i < times && ok[r]; ++i) ok[r] = g.enqueue(r, {calls[r]}) == ncclSuccess;
+      hostUs[r] = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / times;
       ok[r] = ok[r] && GPU_OK(cudaEventRecord(end[r], g.stream(r)));
     });
     if (std::find(ok.begin(), ok.end(), 0) != ok.end()) {
@@ -273,6 +277,7 @@ RowResult runRow(RankGroup& g, algo::Coll coll, uint64_t count, int channels, in
   }
   res.status = RowResult::Ok;
   res.us = secs * 1e6;
+  res.hostUs = *std::max_element(hostUs.begin(), hostUs.end());
   res.hbmGBs = double(res.hbmBytes) / secs / 1e9;
   return res;
 }
@@ -431,8 +436,14 @@ std::unique_ptr<RankGroup> makeGroup(const Options& o, int n, int channels) {
 }
 
 // Macros rather than variables, so that the compiler checks the arguments.
-#define BENCH_ROW "%-13s %5d %12zu %12.1f %10.1f %9.2f %14llu\n"
-#define BENCH_HEAD "%-13s %5s %12s %12s %10s %9s %14s\n"
+std::string hostColumn(const RowResult& row) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", row.hostUs);
+  return text;
+}
+
+#define BENCH_ROW "%-13s %5d %12zu %12.1f %10.1f %9.2f %14llu %8s\n"
+#define BENCH_HEAD "%-13s %5s %12s %12s %10s %9s %14s %8s\n"
 
 }  // namespace
 }  // namespace braid::gputest
@@ -477,12 +488,12 @@ int main(int argc, char** argv) {
 
   // The reference first: cudaMemcpy device to device, per size.
   std::map<size_t, double> copyRate;
-  std::printf(BENCH_HEAD, "what", "ranks", "bytes", "time_us", "HBM_GB/s", "of_memcpy", "HBM_bytes");
+  std::printf(BENCH_HEAD, "what", "ranks", "bytes", "time_us", "HBM_GB/s", "of_memcpy", "HBM_bytes", "host_us");
   for (size_t size : sizes) {
     const double copy = memcpyRate(size, itersFor(size));
     copyRate[size] = copy;
     if (copy > 0)
-      std::printf(BENCH_ROW, "memcpy", 1, size, 2.0 * size / copy / 1e3, copy, 1.0, (unsigned long long)(2 * size));
+      std::printf(BENCH_ROW, "memcpy", 1, size, 2.0 * size / copy / 1e3, copy, 1.0, (unsigned long long)(2 * size), "-");
     else
       std::printf("%-13s %5d %12zu FAILED (cudaMemcpy)\n", "memcpy", 1, size);
   }
@@ -497,8 +508,8 @@ int main(int argc, char** argv) {
     if (g == nullptr) lat.why = "group creation failed";
     else lat = runRow(*g, braid::algo::Coll::AllReduce, 2, 1, opt.quick ? 200 : 1000);
     if (lat.status == RowResult::Ok) {
-      std::printf("%-13s %5d %12d %12.2f %10s %9s %14llu\n", "latency", 2, 8, lat.us, "-", "-",
-                  (unsigned long long)lat.hbmBytes);
+      std::printf("%-13s %5d %12d %12.2f %10s %9s %14llu %8s\n", "latency", 2, 8, lat.us, "-", "-",
+                  (unsigned long long)lat.hbmBytes, hostColumn(lat).c_str());
       std::printf("SUMMARY latency allreduce n=2 8B: %.2f us, target %.0f us %s\n", lat.us, kTargetLatencyUs,
                   lat.us <= kTargetLatencyUs ? "MET" : "NOT MET");
     } else {
@@ -552,12 +563,12 @@ int main(int argc, char** argv) {
         const double copy = copyRate[size];
         if (copy > 0) {
           std::printf(BENCH_ROW, b->name, n, bytes, row.us, row.hbmGBs, row.hbmGBs / copy,
-                      (unsigned long long)row.hbmBytes);
+                      (unsigned long long)row.hbmBytes, hostColumn(row).c_str());
           if (size >= 64 * kMiB) worst = std::min(worst, row.hbmGBs / copy);
           ++good;
         } else {
-          std::printf("%-13s %5d %12zu %12.1f %10.1f %9s %14llu\n", b->name, n, bytes, row.us, row.hbmGBs, "-",
-                      (unsigned long long)row.hbmBytes);
+          std::printf("%-13s %5d %12zu %12.1f %10.1f %9s %14llu %8s\n", b->name, n, bytes, row.us, row.hbmGBs, "-",
+                      (unsigned long long)row.hbmBytes, hostColumn(row).c_str());
           ++bad;
         }
       }
