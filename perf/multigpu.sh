@@ -6,8 +6,8 @@
 # 1. tests/gpu/run.sh with every GPU (correctness against the float64 reference and NCCL)
 # 2. braid-perf over braid and over the real NCCL (same program, same inputs; results unchecked
 #    unless CHECK=1: the host reference of 4 GB outputs takes minutes), one rank per
-#    GPU: all-reduce, all-gather, reduce-scatter, broadcast, sendrecv, 8 B to 4 GB, and the
-#    ratio braid/NCCL per size
+#    GPU: all-reduce, all-gather, reduce-scatter, broadcast, sendrecv, 8 B to 2 GB by factors
+#    of 4 and 4 GB, and the ratio braid/NCCL per size
 # 3. nvidia-smi topo -m beside braid-topo's matrix; NCCL's topology dump beside braid's
 # Everything lands in $OUT (or a temporary folder) and a summary is printed last.
 set -u
@@ -41,14 +41,24 @@ np=$(( ngpus > 0 ? ngpus : 1 ))
 perf="$build/perf/braid-perf"
 table="$out/multigpu-perf.txt"
 : > "$table"
+# 8 B..2 GB by factors of 4, then 4 GB (the next factor of 4 would pass it); one output file.
+sweep() {  # sweep LIBRARY_DIR OUTPUT
+  local range rc=0
+  : > "$2"
+  for range in "-b 8 -e 2G" "-b 4G -e 4G"; do
+    # shellcheck disable=SC2086  # the range is two flags
+    LD_LIBRARY_PATH="$1" timeout "${LIMIT_PERF:-90}" "$perf" --coll "$coll" -np "$np" --memory device $range -f 4 \
+      -w 5 -n 20 -c "${CHECK:-0}" >> "$2" 2>&1 || rc=$?
+  done
+  return $rc
+}
 for coll in allreduce allgather reducescatter broadcast sendrecv; do
-  args=(--coll "$coll" -np "$np" --memory device -b 8 -e 4G -f 4 -w 5 -n 20 -c "${CHECK:-0}")
   t0=$SECONDS
-  LD_LIBRARY_PATH="$build" timeout "${LIMIT_PERF:-90}" "$perf" "${args[@]}" > "$out/braid-$coll.txt" 2>&1
+  sweep "$build" "$out/braid-$coll.txt"
   echo "braid $coll: exit $? in $((SECONDS - t0)) s; $(grep -E 'Out of bounds|Avg bus' "$out/braid-$coll.txt" | tr -s ' ' | paste -sd ';' -)"
   if [ -n "$real" ]; then
     t0=$SECONDS
-    LD_LIBRARY_PATH="$(dirname "$real")" timeout "${LIMIT_PERF:-90}" "$perf" "${args[@]}" > "$out/nccl-$coll.txt" 2>&1
+    sweep "$(dirname "$real")" "$out/nccl-$coll.txt"
     echo "nccl  $coll: exit $? in $((SECONDS - t0)) s; $(grep -E 'Out of bounds|Avg bus' "$out/nccl-$coll.txt" | tr -s ' ' | paste -sd ';' -)"
   fi
   # size, braid time, NCCL time, braid busbw, NCCL busbw, ratio of times (out-of-place columns)
