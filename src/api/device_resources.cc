@@ -70,34 +70,22 @@ ncclResult_t GpuResources::create(ncclComm* comm, GpuResources** out) {
   // One rank per GPU: a block moves only ~10-20 GB/s over NVLink by itself, so calls of
   // 128 KiB to 8 MiB waited on a handful of blocks (2 H200s: 0.2-0.7 of NCCL's speed with a
   // block per 512 KiB). Ranks that share a GPU also share its SMs and keep the coarser split.
-  if (sameGpu == 1) res->bytesPerChannel_ = 64 << 10;
+  if (sameGpu == 1) res->bytesPerChannel_ = kFineBytesPerChannel;
   *out = res.release();
   return ncclSuccess;
 }
 
 GpuResources::~GpuResources() { close(true); }
 
-size_t GpuResources::channelsWanted(size_t bytes) const {
-  // A channel per bytesPerChannel_ up to 16 channels, then one per 512 KiB: each lane costs
-  // ~1.3 us of host time per call (packing, upload), which only calls of several MiB hide.
-  // On 2 H200s a 2 MiB all-reduce took 36 us on 16 channels and 65-86 us on 32, 8 MiB 56 us
-  // on 16 and 95-137 us on 64; from 32 MiB 64 channels were fastest (perf/NOTES.md).
-  // bytesPerChannel_ is the same on every rank of the communicator, and so is the result.
-  constexpr size_t kFineChannels = 16, kCoarseBytes = 512 << 10;
-  const size_t fine = (bytes + bytesPerChannel_ - 1) / bytesPerChannel_;
-  const size_t coarse = (bytes + kCoarseBytes - 1) / kCoarseBytes;
-  return std::max<size_t>(1, std::max(std::min(fine, kFineChannels), coarse));
-}
-
 int GpuResources::channelsFor(size_t bytes) const {
-  return static_cast<int>(std::min(channelsWanted(bytes), static_cast<size_t>(maxChannels_)));
+  return static_cast<int>(std::min(channelsWanted(bytes, bytesPerChannel_), static_cast<size_t>(maxChannels_)));
 }
 
 uint32_t GpuResources::p2pPartsFor(size_t bytes) const {
   // At most 32 (2 ranks on one H200 need that many blocks to reach 0.7 of the copy rate),
   // which bounds the FIFO memory of a peer pair at 32 channels x 2 directions x 2 MiB.
   constexpr size_t kMaxP2pChannels = 32;
-  return static_cast<uint32_t>(std::min(channelsWanted(bytes), kMaxP2pChannels));
+  return static_cast<uint32_t>(std::min(channelsWanted(bytes, bytesPerChannel_), kMaxP2pChannels));
 }
 
 ncclResult_t GpuResources::ensureLinks(const Links& sends, const Links& recvs) {

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/channels.h"
 #include "core/comm.h"
 #include "transport/p2p.h"
 
@@ -64,9 +65,8 @@ class GpuResources final : public DeviceResources {
   const volatile uint32_t* abortDev_ = nullptr;
   volatile uint32_t* errorHost_ = nullptr;
   uint32_t* errorDev_ = nullptr;
-  size_t channelsWanted(size_t bytes) const;
   int maxChannels_ = 1;
-  size_t bytesPerChannel_ = 512 << 10;  // a channel (block) per this many bytes of a small call
+  size_t bytesPerChannel_ = kCoarseBytesPerChannel;  // for small calls (api/channels.h)
   std::vector<bool> sameGpu_;  // by rank
 };
 
