@@ -40,13 +40,6 @@ bool sendOverlapsARecv(const Task& send, const std::vector<const Task*>& p2p) {
   return false;
 }
 
-algo::RankPlan planFor(const algo::CollArgs& args, const algo::Algorithm* algorithm) {
-  if (algorithm == nullptr) algorithm = algo::defaultAlgorithm(args.coll, args.nRanks);
-  algo::RankPlan plan = algorithm->build(args);
-  algo::maybeDumpSchedule(args, plan);
-  return plan;
-}
-
 void PlanCache::startRun() {
   if (plans_.size() > 256) plans_.clear();
 }
@@ -56,7 +49,10 @@ const algo::RankPlan& PlanCache::get(const algo::CollArgs& args, const algo::Alg
   // nRanks, rank and ring are fixed for a communicator; the rest names the plan.
   Key key{static_cast<int>(args.coll), args.count, args.root, args.nChannels, args.alignElems, args.maxStepElems, algorithm};
   auto it = plans_.find(key);
-  if (it == plans_.end()) it = plans_.emplace(key, planFor(args, algorithm)).first;
+  if (it == plans_.end()) {
+    it = plans_.emplace(key, algorithm->build(args)).first;
+    algo::maybeDumpSchedule(args, it->second);
+  }
   return it->second;
 }
 

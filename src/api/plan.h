@@ -26,15 +26,14 @@ algo::CollArgs collArgsFor(const Task& t, int nChannels, size_t alignBytes, size
 // overwrite data before its send has read it: both engines send a copy then.
 bool sendOverlapsARecv(const Task& send, const std::vector<const Task*>& p2p);
 
-// The plan of `algorithm` (the default one when null), built and dumped when asked for.
-algo::RankPlan planFor(const algo::CollArgs& args, const algo::Algorithm* algorithm = nullptr);
-
 // A communicator's recent plans: the same call again reuses its schedule instead of building
 // it (a host-memory call's cost is mostly allocation otherwise). References stay valid until
 // the next startRun(); one communicator is driven by one thread at a time, as in NCCL.
 class PlanCache {
  public:
   void startRun();  // may forget old plans (bounded size); never during a run
+  // The plan of `algorithm` (the default one when null); built, and dumped when asked for,
+  // the first time.
   const algo::RankPlan& get(const algo::CollArgs& args, const algo::Algorithm* algorithm = nullptr);
 
  private:
