@@ -116,25 +116,23 @@ ncclResult_t GpuResources::ensureLinks(const Links& sends, const Links& recvs) {
   return ncclSuccess;
 }
 
-bool GpuResources::hasLinks(const Links& sends, const Links& recvs) const {
-  for (auto& l : sends)
-    if (!sendEnds_.count(l)) return false;
-  for (auto& l : recvs)
-    if (!recvEnds_.count(l)) return false;
-  return true;
-}
-
-bool GpuResources::sendEnd(int channel, int peer, transport::FifoSendEnd* out) const {
-  auto it = sendEnds_.find({channel, peer});
-  if (it == sendEnds_.end()) return false;
-  *out = it->second;
-  return true;
-}
-
-bool GpuResources::recvEnd(int channel, int peer, transport::FifoRecvEnd* out) const {
-  auto it = recvEnds_.find({channel, peer});
-  if (it == recvEnds_.end()) return false;
-  *out = it->second;
+bool GpuResources::linkEnds(const Links& sends, const Links& recvs, kernels::Launch* launch) const {
+  std::vector<kernels::SendConn> sendConns;
+  std::vector<kernels::RecvConn> recvConns;
+  sendConns.reserve(sends.size());
+  recvConns.reserve(recvs.size());
+  for (auto& [channel, peer] : sends) {
+    auto it = sendEnds_.find({channel, peer});
+    if (it == sendEnds_.end()) return false;
+    sendConns.push_back({channel, peer, it->second});
+  }
+  for (auto& [channel, peer] : recvs) {
+    auto it = recvEnds_.find({channel, peer});
+    if (it == recvEnds_.end()) return false;
+    recvConns.push_back({channel, peer, it->second});
+  }
+  launch->sends = std::move(sendConns);
+  launch->recvs = std::move(recvConns);
   return true;
 }
 

@@ -10,6 +10,7 @@
 
 #include "api/channels.h"
 #include "core/comm.h"
+#include "kernels/executor.h"
 #include "transport/p2p.h"
 
 namespace braid::api {
@@ -27,10 +28,9 @@ class GpuResources final : public DeviceResources {
   // Connects the links that are not connected yet (pairwise with the peers concerned; the
   // peers ask for the matching links in the same call).
   ncclResult_t ensureLinks(const Links& sends, const Links& recvs);
-  // True when every one of these links is connected already.
-  bool hasLinks(const Links& sends, const Links& recvs) const;
-  bool sendEnd(int channel, int peer, transport::FifoSendEnd* out) const;
-  bool recvEnd(int channel, int peer, transport::FifoRecvEnd* out) const;
+  // The ends of these links, in order, for a launch; false (and `launch` untouched) when one
+  // is not connected yet.
+  bool linkEnds(const Links& sends, const Links& recvs, kernels::Launch* launch) const;
 
   volatile uint32_t* abortWord() const { return abortHost_; }
   const volatile uint32_t* abortWordDevice() const { return abortDev_; }

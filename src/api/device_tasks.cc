@@ -53,9 +53,19 @@ struct CommLaunch {
   std::deque<algo::Lane> p2pLanes;
   kernels::Launch launch;
   GpuResources::Links sends, recvs;  // sorted and unique once prepared
-  bool connected = false;  // every link in sends/recvs exists already
+  bool connected = false;  // every link in sends/recvs exists, and launch has their ends
   std::vector<void*> scratch;  // stream-ordered copies for in-place AlltoAll and send/recv
 };
+
+// A stream-ordered copy of an input that the call (or group) may overwrite before it has
+// sent it; freed after the launch.
+ncclResult_t stagedCopy(CommLaunch& cl, const Task& t, const void* src, size_t bytes, void** out) {
+  cudaError_t e = cudaMallocAsync(out, bytes, t.stream);
+  if (e != cudaSuccess) return cudaFail(t, "cudaMallocAsync (a copy of an input the call overwrites)", e);
+  cl.scratch.push_back(*out);
+  e = cudaMemcpyAsync(*out, src, bytes, cudaMemcpyDeviceToDevice, t.stream);
+  return e == cudaSuccess ? ncclSuccess : cudaFail(t, "cudaMemcpyAsync (a copy of an input the call overwrites)", e);
+}
 
 void noteLinks(CommLaunch& cl, const algo::Lane& lane) {
   for (const algo::Step& s : lane.steps) {
@@ -72,15 +82,9 @@ ncclResult_t planCollective(CommLaunch& cl, const Task& t) {
   if (op.reduces) BRAID_CHECK(redOpFor(t, &op.red));
   void* in = const_cast<void*>(t.sendbuff);
   size_t es = sizeOfType(t.type);
-  if (t.coll == algo::Coll::AlltoAll && t.sendbuff == t.recvbuff) {
-    // In place, a block may arrive before this rank has sent its own block to that peer.
-    size_t bytes = t.count * comm->nRanks * es;
-    cudaError_t e = cudaMallocAsync(&in, bytes, t.stream);
-    if (e != cudaSuccess) return cudaFail(t, "cudaMallocAsync (in-place AlltoAll copy)", e);
-    e = cudaMemcpyAsync(in, t.sendbuff, bytes, cudaMemcpyDeviceToDevice, t.stream);
-    if (e != cudaSuccess) return cudaFail(t, "cudaMemcpyAsync (in-place AlltoAll copy)", e);
-    cl.scratch.push_back(in);
-  }
+  // In place, a block may arrive before this rank has sent its own block to that peer.
+  if (t.coll == algo::Coll::AlltoAll && t.sendbuff == t.recvbuff)
+    BRAID_CHECK(stagedCopy(cl, t, t.sendbuff, t.count * comm->nRanks * es, &in));
   op.buffers = {in, t.recvbuff};
   // From the communicator's cache: a 64-channel ring all-reduce takes ~30 us to build.
   const size_t bytes = collectiveBytes(t);
@@ -106,14 +110,7 @@ ncclResult_t planP2p(CommLaunch& cl, const std::vector<const Task*>& p2p) {
     ops.push_back({t.isSend, t.root, t.count, cl.res->p2pPartsFor(bytes)});
     bufs[2 * i] = const_cast<void*>(t.sendbuff);
     bufs[2 * i + 1] = t.recvbuff;
-    if (t.isSend && bytes > 0 && sendOverlapsARecv(t, p2p)) {
-      // Send a stream-ordered copy, as for an in-place AlltoAll.
-      cudaError_t e = cudaMallocAsync(&bufs[2 * i], bytes, t.stream);
-      if (e != cudaSuccess) return cudaFail(t, "cudaMallocAsync (copy of a send buffer that a recv overwrites)", e);
-      cl.scratch.push_back(bufs[2 * i]);
-      e = cudaMemcpyAsync(bufs[2 * i], t.sendbuff, bytes, cudaMemcpyDeviceToDevice, t.stream);
-      if (e != cudaSuccess) return cudaFail(t, "cudaMemcpyAsync (copy of a send buffer that a recv overwrites)", e);
-    }
+    if (t.isSend && bytes > 0 && sendOverlapsARecv(t, p2p)) BRAID_CHECK(stagedCopy(cl, t, t.sendbuff, bytes, &bufs[2 * i]));
   }
   algo::RankPlan plan = algo::buildP2p(comm->rank, comm->nRanks, ops);
   // One op per P2P task (its type), all sharing the group's buffer table.
@@ -159,26 +156,20 @@ ncclResult_t prepare(CommLaunch& cl) {
 }
 
 ncclResult_t connectAndLaunch(CommLaunch& cl) {
-  if (!cl.connected) BRAID_CHECK(cl.res->ensureLinks(cl.sends, cl.recvs));
   kernels::Launch& L = cl.launch;
+  if (!cl.connected) {
+    BRAID_CHECK(cl.res->ensureLinks(cl.sends, cl.recvs));
+    if (!cl.res->linkEnds(cl.sends, cl.recvs, &L))
+      return fail(ncclInternalError, "rank %d: a GPU connection is missing right after it was made", cl.comm->rank);
+  }
   const Task& first = *cl.tasks.front();
   L.cudaDev = cl.comm->cudaDev;
   L.stream = first.stream;
   L.abortFlag = cl.res->abortWordDevice();
   L.errorOut = cl.res->errorWordDevice();
   L.peersOnThisGpu = !cl.res->anyHostStaged();
-  for (auto& [channel, peer] : cl.sends) {
-    kernels::SendConn c{channel, peer, {}};
-    cl.res->sendEnd(channel, peer, &c.end);
-    L.sends.push_back(c);
-    L.peersOnThisGpu = L.peersOnThisGpu && cl.res->peerOnThisGpu(peer);
-  }
-  for (auto& [channel, peer] : cl.recvs) {
-    kernels::RecvConn c{channel, peer, {}};
-    cl.res->recvEnd(channel, peer, &c.end);
-    L.recvs.push_back(c);
-    L.peersOnThisGpu = L.peersOnThisGpu && cl.res->peerOnThisGpu(peer);
-  }
+  for (const GpuResources::Links* links : {&cl.sends, &cl.recvs})
+    for (auto& [channel, peer] : *links) L.peersOnThisGpu = L.peersOnThisGpu && cl.res->peerOnThisGpu(peer);
   // Work on other streams of the group: the launch stream waits for them, they wait for it.
   std::vector<cudaStream_t> others;
   for (const Task* t : cl.tasks)
@@ -248,7 +239,7 @@ ncclResult_t runDeviceTasks(std::span<const Task* const> tasks) {
   for (CommLaunch& cl : launches) {
     if (cudaError_t e = cudaSetDevice(cl.comm->cudaDev); e != cudaSuccess) return cudaFail(*cl.tasks.front(), "cudaSetDevice", e);
     BRAID_CHECK(prepare(cl));
-    cl.connected = cl.res->hasLinks(cl.sends, cl.recvs);
+    cl.connected = cl.res->linkEnds(cl.sends, cl.recvs, &cl.launch);
     connecting = connecting || !cl.connected;
   }
   if (launches.size() == 1 || !connecting) {
