@@ -10,7 +10,8 @@
 // and runs every call of a collective in one group; with N > 1 only step 4 runs (the side by
 // side timings on several GPUs are braid-perf's, perf/multigpu.sh).
 // 1. GPU memory added by one communicator up to the end of its first all-reduce.
-// 2. All-reduce (fp32 sum, out of place) 8 B .. 1 GB, time from CUDA events, median of 20.
+// 2. All-reduce (fp32 sum, out of place) 8 B .. 1 GB, time from CUDA events, median of 40
+//    samples alone and 15 of 20 back to back; braid and NCCL take turns.
 // 3. Host CPU time per ncclAllReduce call: 10,000 8-byte calls, no graph.
 // 4. Every collective, type and op, in and out of place, counts 0 1 7 4097 (all types) and
 //    1000003 (fp32, int64, fp16, bf16): braid's output against NCCL's, bit for bit (NaN equals
@@ -26,6 +27,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -358,35 +360,40 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-// Median GPU time (us) of one fp32 sum all-reduce of `bytes`, alone on an idle stream (the
-// host's enqueue time counts), or with `backToBack` calls between the events (nccl-tests'
-// way; per call).
-double timeAllReduce(Lib& lib, Buffers& b, size_t bytes, cudaStream_t stream, int iters, bool* failed, int backToBack = 1) {
+// Median GPU time (us) of one fp32 sum all-reduce of `bytes` for each library, alone on an
+// idle stream (the host's enqueue time counts), or with `backToBack` calls between the events
+// (nccl-tests' way; per call). The libraries take turns sample by sample, first one then the
+// other, so that drift in the machine's clocks and launch jitter hit both alike.
+std::array<double, 2> timeAllReduce(std::array<Lib*, 2> libs, Buffers& b, size_t bytes, cudaStream_t stream, int iters,
+                                    bool* failed, int backToBack = 1) {
   size_t count = bytes / 4;
   cudaEvent_t e0, e1;
   CUDA_OK(cudaEventCreate(&e0));
   CUDA_OK(cudaEventCreate(&e1));
-  std::vector<double> us;
-  for (int i = -3; i < iters; ++i) {
-    CUDA_OK(cudaEventRecord(e0, stream));
-    ncclResult_t rc = ncclSuccess;
-    for (int k = 0; k < backToBack && rc == ncclSuccess; ++k)
-      rc = lib.allReduce(b.send, b.recv, count, ncclFloat32, ncclSum, lib.comms[0], stream);
-    CUDA_OK(cudaEventRecord(e1, stream));
-    std::string label = lib.name + ": all-reduce of " + std::to_string(bytes) + " B";
-    waitStream(stream, label.c_str());
-    if (rc != ncclSuccess) {
-      std::printf("%s all-reduce of %zu B failed: %d %s\n", lib.name.c_str(), bytes, rc, lib.lastError());
-      *failed = true;
-      break;
+  std::array<std::vector<double>, 2> us;
+  for (int i = -3; i < iters && !*failed; ++i)
+    for (int turn = 0; turn < 2 && !*failed; ++turn) {
+      const int l = (i + turn) & 1;
+      Lib& lib = *libs[l];
+      CUDA_OK(cudaEventRecord(e0, stream));
+      ncclResult_t rc = ncclSuccess;
+      for (int k = 0; k < backToBack && rc == ncclSuccess; ++k)
+        rc = lib.allReduce(b.send, b.recv, count, ncclFloat32, ncclSum, lib.comms[0], stream);
+      CUDA_OK(cudaEventRecord(e1, stream));
+      std::string label = lib.name + ": all-reduce of " + std::to_string(bytes) + " B";
+      waitStream(stream, label.c_str());
+      if (rc != ncclSuccess) {
+        std::printf("%s all-reduce of %zu B failed: %d %s\n", lib.name.c_str(), bytes, rc, lib.lastError());
+        *failed = true;
+        break;
+      }
+      float ms = 0;
+      CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+      if (i >= 0) us[l].push_back(ms * 1000.0 / backToBack);
     }
-    float ms = 0;
-    CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
-    if (i >= 0) us.push_back(ms * 1000.0 / backToBack);
-  }
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
-  return median(us);
+  return {median(us[0]), median(us[1])};
 }
 
 double cpuSeconds() {
@@ -516,24 +523,39 @@ int main(int argc, char** argv) {
     for (size_t s = 8; s <= maxBytes; s *= 4) sizes.push_back(s);
     if (sizes.back() != maxBytes) sizes.push_back(maxBytes);
     Buffers big;
-    big.bytes = maxBytes;
+    big.bytes = maxBytes + 4096;  // room for the copy checks' odd sizes past 64 MiB
     CUDA_OK(cudaMalloc(&big.send, big.bytes));
     CUDA_OK(cudaMalloc(&big.recv, big.bytes));
     CUDA_OK(cudaMemset(big.send, 0, big.bytes));
-    std::printf("\n1-rank all-reduce, fp32 sum, out of place; GPU time (CUDA events), median of 20 after 3 warm-up\n");
-    std::printf("(b2b: 20 calls back to back between the events, per call)\n");
-    std::printf("%12s %11s %11s %10s %10s %8s %9s %9s\n", "bytes", "braid_us", "nccl_us", "braid_GB/s", "nccl_GB/s", "b/n_time",
-                "braid_b2b", "nccl_b2b");
+    std::printf("\n1-rank all-reduce, fp32 sum, out of place; GPU time (CUDA events), median of 40 after 3 warm-up,\n"
+                "braid and NCCL taking turns sample by sample\n");
+    std::printf("(b2b: 20 calls back to back between the events, per call; median of 15)\n");
+    std::printf("%12s %11s %11s %10s %10s %8s %9s %9s %8s\n", "bytes", "braid_us", "nccl_us", "braid_GB/s", "nccl_GB/s",
+                "b/n_time", "braid_b2b", "nccl_b2b", "b/n_b2b");
     double lat8[2] = {0, 0}, bw1g[2] = {0, 0};
     for (size_t s : sizes) {
-      double ub = timeAllReduce(braidLib, big, s, stream, 20, &benchFailed);
-      double un = timeAllReduce(ncclLib, big, s, stream, 20, &benchFailed);
-      double bb = timeAllReduce(braidLib, big, s, stream, 10, &benchFailed, 20);
-      double nb = timeAllReduce(ncclLib, big, s, stream, 10, &benchFailed, 20);
-      std::printf("%12zu %11.2f %11.2f %10.2f %10.2f %8.2f %9.2f %9.2f\n", s, ub, un, ub > 0 ? s / ub / 1e3 : 0,
-                  un > 0 ? s / un / 1e3 : 0, un > 0 ? ub / un : 0, bb, nb);
+      auto [ub, un] = timeAllReduce({&braidLib, &ncclLib}, big, s, stream, 40, &benchFailed);
+      auto [bb, nb] = timeAllReduce({&braidLib, &ncclLib}, big, s, stream, 15, &benchFailed, 20);
+      std::printf("%12zu %11.2f %11.2f %10.2f %10.2f %8.3f %9.2f %9.2f %8.3f\n", s, ub, un, ub > 0 ? s / ub / 1e3 : 0,
+                  un > 0 ? s / un / 1e3 : 0, un > 0 ? ub / un : 0, bb, nb, nb > 0 ? bb / nb : 0);
       if (s == 8) lat8[0] = ub, lat8[1] = un;
       if (s == sizes.back()) bw1g[0] = s / ub / 1e3, bw1g[1] = s / un / 1e3;
+    }
+    // The 1-rank copy changes its way with the size (a kernel, streaming from 16 MiB,
+    // cudaMemcpyAsync from 64 MiB): each way's output, tails included, against its input.
+    for (size_t bytes : {(size_t(16) << 20) + 4, (size_t(40) << 20) + 28, (size_t(64) << 20) + 4}) {
+      std::vector<uint32_t> in(bytes / 4), out(bytes / 4);
+      for (size_t i = 0; i < in.size(); ++i) in[i] = uint32_t(i * 2654435761u) & 0x3f7fffffu;  // finite floats
+      CUDA_OK(cudaMemcpy(big.send, in.data(), bytes, cudaMemcpyHostToDevice));
+      CUDA_OK(cudaMemset(big.recv, 0xff, bytes + 64));
+      ncclResult_t rc = braidLib.allReduce(big.send, big.recv, bytes / 4, ncclFloat32, ncclSum, braidLib.comms[0], stream);
+      waitStream(stream, "braid: 1-rank all-reduce check");
+      CUDA_OK(cudaMemcpy(out.data(), big.recv, bytes, cudaMemcpyDeviceToHost));
+      uint32_t past = 0;
+      CUDA_OK(cudaMemcpy(&past, static_cast<char*>(big.recv) + bytes, 4, cudaMemcpyDeviceToHost));
+      const bool good = rc == ncclSuccess && out == in && past == 0xffffffffu;
+      std::printf("1-rank all-reduce of %zu B: %s\n", bytes, good ? "output = input" : "WRONG");
+      if (!good) benchFailed = true;
     }
     CUDA_OK(cudaFree(big.send));
     CUDA_OK(cudaFree(big.recv));
