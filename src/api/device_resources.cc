@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <string>
 #include <thread>
@@ -23,6 +24,24 @@ transport::P2pPeerInfo toP2pInfo(const PeerInfo& p) {
   if (std::sscanf(p.busId, "%x:%x:%x.%x", &domain, &bus, &dev, &fn) == 4)
     info.busId = (int64_t(domain) << 20) | (bus << 12) | (dev << 4) | fn;
   return info;
+}
+
+// Ranks of other processes on this GPU: without MPS, the GPU runs one process's kernels at a
+// time, switching every few milliseconds, and a kernel that waits for another process's kernel
+// waits for the switch (2 processes on an H200: ~2.3 ms per collective at any size; ranks as
+// threads of one process: microseconds). Said once, at NCCL_DEBUG=WARN or INFO.
+void warnIfTimeSliced(const ncclComm& comm, const std::vector<bool>& sameGpu) {
+  const PeerInfo& me = comm.peers[comm.rank];
+  int other = -1;
+  for (size_t r = 0; r < comm.peers.size() && other < 0; ++r)
+    if (sameGpu[r] && comm.peers[r].processHash != me.processHash) other = int(r);
+  static std::atomic<bool> said{false};
+  if (other < 0 || !logEnabled(LogLevel::Warn, kInit) || said.exchange(true)) return;
+  logMessage(LogLevel::Warn, kInit,
+             "rank %d shares GPU %s with rank %d of another process. Unless MPS runs, the GPU takes the processes' "
+             "kernels in turns (time slices of milliseconds), so device-memory collectives take milliseconds each. "
+             "Fix: start MPS (nvidia-cuda-mps-control -d), or make these ranks threads of one process.",
+             comm.rank, me.busId, other);
 }
 
 }  // namespace
@@ -64,6 +83,7 @@ ncclResult_t GpuResources::create(ncclComm* comm, GpuResources** out) {
   }
   int sameGpu = 1;
   for (auto& [gpu, n] : ranksPerGpu) sameGpu = std::max(sameGpu, n);
+  warnIfTimeSliced(*comm, res->sameGpu_);
   // At most 64 per rank: 2 ranks on one H200 need 64 blocks each to reach 0.7 of the copy
   // rate (32 reached 0.59-0.63 in the executor bench); one rank per GPU gets 64 too.
   res->maxChannels_ = std::clamp(std::min(64, sms / std::max(1, sameGpu)), comm->config.minCTAs, comm->config.maxCTAs);

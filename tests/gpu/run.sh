@@ -70,7 +70,10 @@ if [ "${1:-}" = "--part" ]; then
       }
       full=(collectives 0,1,7,4097 all --big 1000003 --memory device)
       run_one "np=1" 25 1 "" -- "${full[@]}"
-      run_one "np=2" 35 2 "" -- "${full[@]}"
+      run_one "np=2" 35 2 "NCCL_DEBUG=WARN" -- "${full[@]}"
+      # Two processes on one GPU are time-sliced unless MPS runs: braid must say so.
+      if grep -q "shares GPU" "$tmpf"; then echo "SUMMARY time-slice warning PASS"
+      else rc_all=1; echo "SUMMARY time-slice warning FAIL (no 'shares GPU' warning at NCCL_DEBUG=WARN)"; fi
       run_one "np=4" 75 4 "" -- "${full[@]}"
       run_one "threads=8" 60 1 "" -- --threads 8 "${full[@]}"
       # Host staging (pinned shared host memory), forced: across processes and in one process.
