@@ -5,6 +5,9 @@
 // graph: the data is part of the kernel node.
 #include "kernels/kernel_entry.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace braid::kernels {
 
 #define BRAID_ELEM_TYPES(X) \
@@ -42,11 +45,17 @@ cudaError_t preloadAllKernels() {
   return e == cudaSuccess ? preloadCopyKernels() : e;
 }
 
-cudaError_t launchUpload(const UploadParams& params, cudaStream_t stream) {
-  const unsigned words = params.bytes / 16;
-  if (words == 0) return cudaSuccess;
-  uploadKernel<<<(words + kUploadThreads - 1) / kUploadThreads, kUploadThreads, 0, stream>>>(params);
-  return cudaGetLastError();
+cudaError_t uploadBlob(unsigned char* dst, const unsigned char* data, size_t bytes, cudaStream_t stream) {
+  UploadParams up;
+  for (size_t off = 0; off < bytes; off += kUploadChunkBytes) {
+    up.dst = dst + off;
+    up.bytes = uint32_t(std::min(kUploadChunkBytes, bytes - off));
+    std::memcpy(up.data, data + off, up.bytes);
+    const unsigned words = up.bytes / 16;
+    uploadKernel<<<(words + kUploadThreads - 1) / kUploadThreads, kUploadThreads, 0, stream>>>(up);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
 }
 
 }  // namespace braid::kernels

@@ -11,12 +11,24 @@
 #include "core/log.h"
 #include "kernels/kernel_entry.h"
 #include "kernels/pack.h"
+#include "kernels/work_cache.h"
 
 namespace braid::kernels {
 namespace {
 
 ncclResult_t deviceFail(int dev, cudaError_t e) {
   return fail(ncclUnhandledCudaError, "executor: cudaSetDevice(%d): %s", dev, cudaGetErrorString(e));
+}
+
+// True when `stream` is being captured into a graph (or the capture broke): such work must
+// not point at device memory that a later launch may free.
+bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return true;  // unsure: take the path that is safe either way
+  }
+  return status != cudaStreamCaptureStatusNone;
 }
 
 // Enqueues one packed kernel (and its upload, when the work does not fit the parameters).
@@ -32,24 +44,21 @@ ncclResult_t enqueueKernel(const Launch& w, const PackedLaunch& p, const PackedK
   params.flags = w.peersOnThisGpu ? kPeersOnThisGpu : 0;
   params.slicesPerStep = effectiveSlicesPerStep(uint32_t(w.slicesPerStep), p.nSlots);
 
-  unsigned char* spilled = nullptr;
   cudaError_t e = cudaSuccess;
   if (blob.size() <= kInlineWorkBytes) {
     std::memcpy(params.inlineWork, blob.data(), blob.size());
-  } else {
+    e = kExecutorLaunchers[int(k.type)](params, k.nBlocks, unsigned(w.threadsPerBlock), w.stream);
+  } else if (w.workCache != nullptr && !capturing(w.stream)) {
+    e = w.workCache->get(blob, w.stream, &params.spilledWork);
+    if (e == cudaSuccess) e = kExecutorLaunchers[int(k.type)](params, k.nBlocks, unsigned(w.threadsPerBlock), w.stream);
+    if (e == cudaSuccess) e = w.workCache->used(params.spilledWork, w.stream);
+  } else {  // uploaded for this launch alone (in a graph: memory nodes the graph owns)
+    unsigned char* spilled = nullptr;
     e = cudaMallocAsync(reinterpret_cast<void**>(&spilled), blob.size(), w.stream);
     if (e != cudaSuccess) return fail(ncclUnhandledCudaError, "executor: cudaMallocAsync(%zu) for the work: %s", blob.size(), cudaGetErrorString(e));
-    for (size_t off = 0; off < blob.size() && e == cudaSuccess; off += kUploadChunkBytes) {
-      UploadParams up;
-      up.dst = spilled + off;
-      up.bytes = uint32_t(std::min(kUploadChunkBytes, blob.size() - off));
-      std::memcpy(up.data, blob.data() + off, up.bytes);
-      e = launchUpload(up, w.stream);
-    }
+    e = uploadBlob(spilled, blob.data(), blob.size(), w.stream);
     params.spilledWork = spilled;
-  }
-  if (e == cudaSuccess) e = kExecutorLaunchers[int(k.type)](params, k.nBlocks, unsigned(w.threadsPerBlock), w.stream);
-  if (spilled != nullptr) {
+    if (e == cudaSuccess) e = kExecutorLaunchers[int(k.type)](params, k.nBlocks, unsigned(w.threadsPerBlock), w.stream);
     cudaError_t f = cudaFreeAsync(spilled, w.stream);
     if (e == cudaSuccess) e = f;
   }

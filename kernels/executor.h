@@ -5,7 +5,8 @@
 // never synchronises the host, and it is graph-capturable: everything the kernel needs is
 // passed by value in kernel parameters, or, for large plans, uploaded into stream-ordered
 // device memory by a kernel whose parameters carry it (cudaMallocAsync/cudaFreeAsync, which
-// become graph memory nodes under capture).
+// become graph memory nodes under capture), or, outside capture, kept in a WorkCache and
+// reused by the next launch with the same work.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -53,6 +54,8 @@ struct RecvConn {
   transport::FifoRecvEnd end;
 };
 
+class WorkCache;
+
 struct Launch {
   int cudaDev = 0;
   cudaStream_t stream = nullptr;
@@ -67,6 +70,8 @@ struct Launch {
   int slicesPerStep = 2;                         // FIFO slices a large step is cut into; equal on all
                                                  // ranks; capped at the connections' nSlots / 2.
                                                  // 2 beat 1, 4 and 8 on the H200 (perf/NOTES.md)
+  WorkCache* workCache = nullptr;                // keeps uploaded work for later launches
+                                                 // (work_cache.h); null: upload per launch
 };
 
 // Enqueues the work: one kernel per element type present (ops that only move bytes share

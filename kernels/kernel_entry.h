@@ -18,7 +18,9 @@ cudaError_t preloadAllKernels();
 // Loads copy.cu's kernels (called by preloadAllKernels).
 cudaError_t preloadCopyKernels();
 
-// Copies params.bytes bytes of params.data to params.dst, in stream order.
-cudaError_t launchUpload(const UploadParams& params, cudaStream_t stream);
+// Copies `bytes` (a multiple of 16) of host memory at `data` to device memory at `dst`, in
+// stream order, through the parameters of upload kernels (graph-capturable, unlike a copy from
+// pageable memory). The host memory may be reused once this returns.
+cudaError_t uploadBlob(unsigned char* dst, const unsigned char* data, size_t bytes, cudaStream_t stream);
 
 }  // namespace braid::kernels

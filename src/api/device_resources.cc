@@ -91,6 +91,7 @@ ncclResult_t GpuResources::create(ncclComm* comm, GpuResources** out) {
   // 128 KiB to 8 MiB waited on a handful of blocks (2 H200s: 0.2-0.7 of NCCL's speed with a
   // block per 512 KiB). Ranks that share a GPU also share its SMs and keep the coarser split.
   if (sameGpu == 1) res->bytesPerChannel_ = kFineBytesPerChannel;
+  res->workCache_ = std::make_unique<kernels::WorkCache>();
   *out = res.release();
   return ncclSuccess;
 }
@@ -183,6 +184,7 @@ void GpuResources::close(bool abort) {
     DeviceScope scope(comm_->cudaDev);
     (void)cudaDeviceSynchronize();  // no kernel may still use the FIFOs (abort makes them return)
     (void)cudaGetLastError();
+    workCache_.reset();  // nothing reads the kept work any more
     for (auto& t : transports_)
       if (!abort) t->close();
     transports_.clear();

@@ -11,6 +11,7 @@
 #include "api/channels.h"
 #include "core/comm.h"
 #include "kernels/executor.h"
+#include "kernels/work_cache.h"
 #include "transport/p2p.h"
 
 namespace braid::api {
@@ -46,6 +47,8 @@ class GpuResources final : public DeviceResources {
   // the processes map the pages at different addresses).
   bool anyHostStaged() const;
   size_t bytesAllocated() const;
+  // Device copies of large launches' work, reused by calls that repeat them.
+  kernels::WorkCache* workCache() const { return workCache_.get(); }
   void close(bool abort) override;
   void signalAbort() override {
     if (abortHost_) *abortHost_ = 1;
@@ -68,6 +71,7 @@ class GpuResources final : public DeviceResources {
   int maxChannels_ = 1;
   size_t bytesPerChannel_ = kCoarseBytesPerChannel;  // for small calls (api/channels.h)
   std::vector<bool> sameGpu_;  // by rank
+  std::unique_ptr<kernels::WorkCache> workCache_;
 };
 
 }  // namespace braid::api

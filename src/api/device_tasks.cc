@@ -167,6 +167,7 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
   L.stream = first.stream;
   L.abortFlag = cl.res->abortWordDevice();
   L.errorOut = cl.res->errorWordDevice();
+  L.workCache = cl.res->workCache();
   L.peersOnThisGpu = !cl.res->anyHostStaged();
   for (const GpuResources::Links* links : {&cl.sends, &cl.recvs})
     for (auto& [channel, peer] : *links) L.peersOnThisGpu = L.peersOnThisGpu && cl.res->peerOnThisGpu(peer);

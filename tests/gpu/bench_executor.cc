@@ -15,7 +15,8 @@
 // 64 MiB up, and the 8-byte 2-rank all-reduce in at most 12 us; one "SUMMARY " line each.
 //
 //   gpu_bench_executor [--quick] [--coll LIST] [--ranks LIST] [--channels N] [--slot BYTES]
-//                      [--slots N] [--slices N]
+//                      [--slots N] [--slices N] [--no-work-cache]
+//     --no-work-cache  upload large launches' work every launch (kernels::WorkCache off)
 //     --quick          64 MiB and 256 MiB only (default: 64 MiB, 256 MiB, 1 GiB), fewer iterations
 //     --coll LIST      allreduce,allgather,reducescatter,sendrecv (default: all four)
 //     --ranks LIST     rank counts, e.g. 2,8 (default 2,4,8; 1 gives the executor's 1-rank copy)
@@ -290,6 +291,7 @@ struct Options {
   uint32_t slotBytes = 512 * 1024;
   uint32_t nSlots = 8;
   int slicesPerStep = 2;
+  bool workCache = true;  // keep uploaded work between launches, as the API does
 };
 
 std::vector<std::string> splitList(const std::string& s) {
@@ -333,7 +335,8 @@ const Bench* findBench(const std::string& name) {
 void usage() {
   std::fprintf(stderr,
                "usage: gpu_bench_executor [--quick] [--coll allreduce,allgather,reducescatter,sendrecv]\n"
-               "                          [--ranks 2,4,8] [--channels N] [--slot BYTES] [--slots N] [--slices N]\n");
+               "                          [--ranks 2,4,8] [--channels N] [--slot BYTES] [--slots N] [--slices N]\n"
+               "                          [--no-work-cache]\n");
 }
 
 // Parses argv; false (after a message) on bad input.
@@ -359,6 +362,8 @@ bool parseOptions(int argc, char** argv, Options* o) {
     uint64_t v = 0;
     if (arg == "--quick") {
       o->quick = true;
+    } else if (arg == "--no-work-cache") {
+      o->workCache = false;
     } else if (arg == "--coll") {
       collsGiven = true;
       for (const std::string& name : splitList(value)) {
@@ -430,6 +435,7 @@ std::unique_ptr<RankGroup> makeGroup(const Options& o, int n, int channels) {
   g.nRanks = n;
   g.nChannels = channels;
   g.slotBytes = o.slotBytes;
+  if (!o.workCache) g.workCacheEntries = 0;
   g.nSlots = o.nSlots;
   g.slicesPerStep = o.slicesPerStep;
   return RankGroup::create(g);

@@ -67,6 +67,35 @@ TEST_P(ExecutorTest, EveryCollectiveTypeAndOp) {
               secs, group->fifoBytesPerRank());
 }
 
+// Large launches keep their uploaded work (kernels::WorkCache): a repeated call reuses it, a
+// call on other buffers uploads its own and, with room for one, evicts the first; every
+// output stays right (an evicted copy freed too early, or a stale copy reused, would not).
+TEST(WorkCache, RepeatsReuseAndEvictionsStayCorrect) {
+  if (gpuCount() == 0) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount failed or returned 0)";
+  GroupOptions o;
+  o.nRanks = 2;
+  o.nChannels = 32;  // 32 lanes: the work spills past the kernel parameters
+  o.slotBytes = 16 * 1024;
+  o.nSlots = 4;
+  o.workCacheEntries = 1;
+  auto group = RankGroup::create(o);
+  ASSERT_NE(group, nullptr);
+  CaseRunner a(*group), b(*group);  // two sets of buffers: different work bytes
+  const CaseSpec spec{algo::findAlgorithm("ring"), algo::Coll::AllReduce, ncclFloat32, TestOp::Sum, 262147, 0, false};
+  struct Want { CaseRunner* runner; uint64_t hits, misses, evictions; };
+  const Want steps[] = {{&a, 0, 1, 0}, {&a, 1, 0, 0}, {&b, 0, 1, 1}, {&b, 1, 0, 0}, {&a, 0, 1, 1}};
+  for (const Want& w : steps) {
+    const kernels::WorkCache::Stats before = group->workCache(0)->stats();
+    CaseResult r = w.runner->run(spec);
+    ASSERT_TRUE(r.ok) << r.message;
+    const kernels::WorkCache::Stats after = group->workCache(0)->stats();
+    EXPECT_EQ(after.hits - before.hits, w.hits);
+    EXPECT_EQ(after.misses - before.misses, w.misses);
+    EXPECT_EQ(after.evictions - before.evictions, w.evictions);
+    EXPECT_EQ(after.entries, 1u);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, ExecutorTest, ::testing::Values(1, 2, 4, 8),
                          [](const auto& info) { return std::to_string(info.param) + "ranks"; });
 

@@ -41,6 +41,7 @@ std::unique_ptr<RankGroup> RankGroup::create(const GroupOptions& options) {
   for (int r = 0; r < n; ++r) {
     if (!GPU_OK(cudaSetDevice(g->device(r)))) return nullptr;
     if (!GPU_OK(cudaStreamCreateWithFlags(&g->streams_[r], cudaStreamNonBlocking))) return nullptr;
+    if (options.workCacheEntries > 0) g->caches_.push_back(std::make_unique<kernels::WorkCache>(options.workCacheEntries));
   }
   std::vector<transport::P2pPeerInfo> peers(n);
   for (int r = 0; r < n; ++r) {
@@ -85,6 +86,10 @@ RankGroup::~RankGroup() {
     });
   }
   transports_.clear();
+  for (size_t r = 0; r < caches_.size(); ++r) {  // cudaFree waits for the work that reads them
+    (void)cudaSetDevice(device(int(r)));
+    caches_[r].reset();
+  }
   for (cudaStream_t s : streams_) (void)cudaStreamDestroy(s);
   if (abortFlag_ != nullptr) (void)cudaFreeHost(const_cast<uint32_t*>(abortFlag_));
 }
@@ -191,6 +196,7 @@ ncclResult_t RankGroup::enqueue(int rank, const std::vector<CollCall>& calls) {
     if (!transports_[rank]->recvEnd(c, p, &rc.end)) return ncclInternalError;
     launch.recvs.push_back(rc);
   }
+  launch.workCache = workCache(rank);
   return kernels::launch(launch);
 }
 

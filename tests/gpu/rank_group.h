@@ -11,6 +11,7 @@
 
 #include "algo/algorithm.h"
 #include "kernels/executor.h"
+#include "kernels/work_cache.h"
 #include "thread_bootstrap.h"
 #include "transport/p2p.h"
 
@@ -31,6 +32,7 @@ struct GroupOptions {
   int nDevices = 1;  // ranks are spread round-robin over this many GPUs
   int threadsPerBlock = 512;
   int slicesPerStep = 2;  // kernels::Launch::slicesPerStep
+  size_t workCacheEntries = 32;  // per rank, as the API keeps (kernels::WorkCache); 0: none
 };
 
 // One collective of one rank, as the test describes it.
@@ -73,6 +75,8 @@ class RankGroup {
   // counters (where the ranks stand), raises the abort flag, waits, and returns false.
   bool waitOrAbort(double seconds);
   size_t fifoBytesPerRank() const;
+  // Rank `rank`'s kept work (null without one).
+  kernels::WorkCache* workCache(int rank) const { return caches_.empty() ? nullptr : caches_[rank].get(); }
 
  private:
   RankGroup() = default;
@@ -83,6 +87,7 @@ class RankGroup {
   std::vector<std::unique_ptr<transport::P2pTransport>> transports_;
   volatile uint32_t* abortFlag_ = nullptr;
   uint32_t* errors_ = nullptr;
+  std::vector<std::unique_ptr<kernels::WorkCache>> caches_;
 };
 
 }  // namespace braid::gputest
