@@ -184,6 +184,11 @@ void GpuResources::close(bool abort) {
     DeviceScope scope(comm_->cudaDev);
     (void)cudaDeviceSynchronize();  // no kernel may still use the FIFOs (abort makes them return)
     (void)cudaGetLastError();
+    if (workCache_) {
+      const kernels::WorkCache::Stats st = workCache_->stats();
+      BRAID_INFO(kInit | kAlloc, "rank %d: launch work kept on the GPU: reused %llu times, uploaded %llu, evicted %llu",
+                 comm_->rank, (unsigned long long)st.hits, (unsigned long long)st.misses, (unsigned long long)st.evictions);
+    }
     workCache_.reset();  // nothing reads the kept work any more
     for (auto& t : transports_)
       if (!abort) t->close();
