@@ -44,13 +44,14 @@ ncclResult_t enqueueKernel(const Launch& w, const PackedLaunch& p, const PackedK
   params.flags = w.peersOnThisGpu ? kPeersOnThisGpu : 0;
   params.slicesPerStep = effectiveSlicesPerStep(uint32_t(w.slicesPerStep), p.nSlots);
 
+  auto launchKernel = [&] { return kExecutorLaunchers[int(k.type)](params, k.nBlocks, unsigned(w.threadsPerBlock), w.stream); };
   cudaError_t e = cudaSuccess;
   if (blob.size() <= kInlineWorkBytes) {
     std::memcpy(params.inlineWork, blob.data(), blob.size());
-    e = kExecutorLaunchers[int(k.type)](params, k.nBlocks, unsigned(w.threadsPerBlock), w.stream);
+    e = launchKernel();
   } else if (w.workCache != nullptr && !capturing(w.stream)) {
     e = w.workCache->get(blob, w.stream, &params.spilledWork);
-    if (e == cudaSuccess) e = kExecutorLaunchers[int(k.type)](params, k.nBlocks, unsigned(w.threadsPerBlock), w.stream);
+    if (e == cudaSuccess) e = launchKernel();
     if (e == cudaSuccess) e = w.workCache->used(params.spilledWork, w.stream);
   } else {  // uploaded for this launch alone (in a graph: memory nodes the graph owns)
     unsigned char* spilled = nullptr;
@@ -58,7 +59,7 @@ ncclResult_t enqueueKernel(const Launch& w, const PackedLaunch& p, const PackedK
     if (e != cudaSuccess) return fail(ncclUnhandledCudaError, "executor: cudaMallocAsync(%zu) for the work: %s", blob.size(), cudaGetErrorString(e));
     e = uploadBlob(spilled, blob.data(), blob.size(), w.stream);
     params.spilledWork = spilled;
-    if (e == cudaSuccess) e = kExecutorLaunchers[int(k.type)](params, k.nBlocks, unsigned(w.threadsPerBlock), w.stream);
+    if (e == cudaSuccess) e = launchKernel();
     cudaError_t f = cudaFreeAsync(spilled, w.stream);
     if (e == cudaSuccess) e = f;
   }
