@@ -77,10 +77,12 @@ cudaError_t WorkCache::evictFor(size_t bytes, cudaStream_t stream) {
   while (!entries_.empty() && (entries_.size() >= maxEntries_ || deviceBytes_ + bytes > maxBytes_)) {
     auto oldest = std::min_element(entries_.begin(), entries_.end(),
                                    [](const Entry& a, const Entry& b) { return a.tick < b.tick; });
-    if (cudaError_t err = freeEntry(*oldest, stream); err != cudaSuccess) return err;
+    // Gone from the table even when CUDA refuses the free (its event is destroyed either way).
+    const cudaError_t err = freeEntry(*oldest, stream);
     deviceBytes_ -= oldest->bytes.size();
     entries_.erase(oldest);
     ++stats_.evictions;
+    if (err != cudaSuccess) return err;
   }
   return cudaSuccess;
 }
@@ -88,9 +90,10 @@ cudaError_t WorkCache::evictFor(size_t bytes, cudaStream_t stream) {
 // Freed in `stream`'s order once the entry's latest use is done (that stream may be gone by
 // now, so the free does not go there).
 cudaError_t WorkCache::freeEntry(Entry& e, cudaStream_t stream) {
-  if (e.stream != stream)
-    if (cudaError_t err = cudaStreamWaitEvent(stream, e.lastUse, 0); err != cudaSuccess) return err;
-  cudaError_t err = cudaFreeAsync(e.device, stream);
+  cudaError_t err = e.stream != stream ? cudaStreamWaitEvent(stream, e.lastUse, 0) : cudaSuccess;
+  // Without that wait the free could come before the last kernel that reads it: keep the
+  // memory (a leak) rather than risk it.
+  if (err == cudaSuccess) err = cudaFreeAsync(e.device, stream);
   (void)cudaEventDestroy(e.lastUse);  // its pending record completes on its own
   return err;
 }
