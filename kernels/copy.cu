@@ -2,13 +2,14 @@
 #include <cstdint>
 
 #include "kernels/copy.h"
+#include "kernels/copy_loop.cuh"
 #include "kernels/kernel_entry.h"
 
 namespace braid::kernels {
 namespace {
 
 constexpr unsigned kThreads = 512;
-constexpr unsigned kUnroll = 4;
+constexpr int kUnroll = 4;
 constexpr unsigned kMaxBlocks = 1024;  // grid-stride beyond: enough to fill any current GPU
 // From here the copy streams (evict-first loads and stores, 2 blocks per SM): the buffers do
 // not stay in L2 anyway, and the hints keep them from evicting each other.
@@ -16,23 +17,12 @@ constexpr size_t kStreamFromBytes = size_t(16) << 20;
 constexpr unsigned kStreamBlocksPerSm = 2;
 constexpr size_t kMemcpyFromBytes = size_t(64) << 20;
 
-// 16-byte packs, kUnroll loads in flight per thread, then the bytes that do not fill a pack.
+// 16-byte packs over the grid (copy_loop.cuh), then the bytes that do not fill a pack.
 template <bool Streaming>
 __global__ void __launch_bounds__(kThreads) copyKernel(uint4* dst, const uint4* src, size_t packs, char* dstTail,
                                                        const char* srcTail, unsigned tailBytes) {
-  const size_t stride = size_t(gridDim.x) * blockDim.x;
-  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  for (; i + (kUnroll - 1) * stride < packs; i += kUnroll * stride) {
-    uint4 v[kUnroll];
-#pragma unroll
-    for (unsigned u = 0; u < kUnroll; ++u) v[u] = Streaming ? __ldcs(src + i + u * stride) : src[i + u * stride];
-#pragma unroll
-    for (unsigned u = 0; u < kUnroll; ++u) {
-      if constexpr (Streaming) __stcs(dst + i + u * stride, v[u]);
-      else dst[i + u * stride] = v[u];
-    }
-  }
-  for (; i < packs; i += stride) dst[i] = src[i];
+  copyPacksStrided<kUnroll, Streaming>(dst, src, packs, size_t(blockIdx.x) * blockDim.x + threadIdx.x,
+                                       size_t(gridDim.x) * blockDim.x);
   if (blockIdx.x == 0 && threadIdx.x < tailBytes) dstTail[threadIdx.x] = srcTail[threadIdx.x];
 }
 

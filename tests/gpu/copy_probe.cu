@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/copy.h"
+#include "kernels/copy_loop.cuh"
 
 #include <algorithm>
 #include <cstdint>
@@ -27,22 +28,11 @@
 
 namespace {
 
-// LoadCs / StoreCs: the cache-streaming hint (evict first) on the loads / the stores.
-template <int U, bool LoadCs, bool StoreCs>
+// braid's copy loop (kernels/copy_loop.cuh) over the whole grid, U packs in flight.
+template <int U, bool Streaming>
 __global__ void gridStride(uint4* dst, const uint4* src, size_t packs) {
-  const size_t stride = size_t(gridDim.x) * blockDim.x;
-  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  for (; i + (U - 1) * stride < packs; i += U * stride) {
-    uint4 v[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) v[u] = LoadCs ? __ldcs(src + i + u * stride) : src[i + u * stride];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      if (StoreCs) __stcs(dst + i + u * stride, v[u]);
-      else dst[i + u * stride] = v[u];
-    }
-  }
-  for (; i < packs; i += stride) dst[i] = src[i];
+  braid::kernels::copyPacksStrided<U, Streaming>(dst, src, packs, size_t(blockIdx.x) * blockDim.x + threadIdx.x,
+                                                 size_t(gridDim.x) * blockDim.x);
 }
 
 __device__ size_t dmin(size_t a, size_t b) { return a < b ? a : b; }
@@ -112,23 +102,21 @@ int sms() {
   return n;
 }
 
-template <int U, bool L, bool S>
+template <int U, bool Streaming>
 Variant gridVariant(int threads, int blocksPerSm) {
   const unsigned blocks = unsigned(sms() * blocksPerSm);
-  return {"grid u" + std::to_string(U) + (L ? " ldcs" : "") + (S ? " stcs" : "") + " t" + std::to_string(threads) +
-              " b" + std::to_string(blocksPerSm) + "xSM",
+  return {"grid u" + std::to_string(U) + (Streaming ? " ldcs stcs" : "") + " t" + std::to_string(threads) + " b" +
+              std::to_string(blocksPerSm) + "xSM",
           [=](void* d, const void* s, size_t bytes, cudaStream_t st) {
-            gridStride<U, L, S><<<blocks, threads, 0, st>>>(static_cast<uint4*>(d), static_cast<const uint4*>(s), bytes / 16);
+            gridStride<U, Streaming><<<blocks, threads, 0, st>>>(static_cast<uint4*>(d), static_cast<const uint4*>(s), bytes / 16);
           }};
 }
 
-// The shape braid's copy.cu has: a pack per thread up to `cap` blocks of 512, then grid-stride.
-template <bool L, bool S>
-Variant braidShape(unsigned cap) {
-  return {std::string("braid shape") + (L ? " ldcs" : "") + (S ? " stcs" : "") + " cap " + std::to_string(cap),
-          [=](void* d, const void* s, size_t b, cudaStream_t st) {
-            size_t packs = b / 16, blocks = std::min<size_t>(cap, (packs + 511) / 512);
-            gridStride<4, L, S><<<unsigned(blocks), 512, 0, st>>>(static_cast<uint4*>(d), static_cast<const uint4*>(s), packs);
+// braid's copy before this probe: a pack per thread up to 1024 blocks of 512, then grid-stride.
+Variant braidBefore() {
+  return {"braid before (grid u4 t512 <=1024 blocks)", [](void* d, const void* s, size_t b, cudaStream_t st) {
+            size_t packs = b / 16, blocks = std::min<size_t>(1024, (packs + 511) / 512);
+            gridStride<4, false><<<unsigned(blocks), 512, 0, st>>>(static_cast<uint4*>(d), static_cast<const uint4*>(s), packs);
           }};
 }
 
@@ -162,7 +150,7 @@ Variant splitVariant(double share) {
             CHECK(cudaEventRecord(fork, st));
             CHECK(cudaStreamWaitEvent(side, fork));
             CHECK(cudaMemcpyAsync(d, s, a, cudaMemcpyDeviceToDevice, side));
-            gridStride<4, true, true><<<blocks, 512, 0, st>>>(static_cast<uint4*>(d) + a / 16,
+            gridStride<4, true><<<blocks, 512, 0, st>>>(static_cast<uint4*>(d) + a / 16,
                                                                static_cast<const uint4*>(s) + a / 16, (bytes - a) / 16);
             CHECK(cudaEventRecord(join, side));
             CHECK(cudaStreamWaitEvent(st, join));
@@ -187,13 +175,13 @@ int main(int argc, char** argv) {
                }});
   // The shapes that led in three runs on the H200 (2026-11-29), one of each kind: braid's copy
   // as it was and as it is, the best plain and streaming grid-stride shapes, TMA, splits.
-  v.push_back(braidShape<false, false>(1024));
+  v.push_back(braidBefore());
   v.push_back({"braid kernels::copyAsync (now)", [](void* d, const void* s, size_t b, cudaStream_t st) {
                  CHECK(braid::kernels::copyAsync(d, s, b, st));
                }});
-  v.push_back(gridVariant<4, true, true>(256, 4));
-  v.push_back(gridVariant<8, false, false>(256, 1));
-  v.push_back(gridVariant<8, true, true>(256, 1));
+  v.push_back(gridVariant<4, true>(256, 4));
+  v.push_back(gridVariant<8, false>(256, 1));
+  v.push_back(gridVariant<8, true>(256, 1));
   v.push_back(tmaVariant<4>(16u << 10, 1));
   v.push_back(tmaVariant<4>(32u << 10, 1));
   v.push_back(splitVariant(0.5));
