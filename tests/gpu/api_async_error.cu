@@ -10,6 +10,7 @@
 #include <cstring>
 #include <thread>
 
+#include "gpu_present.h"
 #include "nccl.h"
 
 namespace {
@@ -20,11 +21,7 @@ __global__ void writeToNowhere(int* p) { p[threadIdx.x] = 1; }
 
 int main() {
   setvbuf(stdout, nullptr, _IOLBF, 0);
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-    std::printf("SKIP no CUDA device\n");
-    return 77;
-  }
+  if (braid::gputest::skipWithoutGpu()) return braid::gputest::kSkipExit;
   ncclComm_t comm = nullptr;
   int dev = 0;
   if (ncclCommInitAll(&comm, 1, &dev) != ncclSuccess) {

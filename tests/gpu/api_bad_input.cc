@@ -10,15 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "gpu_present.h"
 #include "nccl.h"
 
 namespace {
-
-int deviceCount() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) return 0;
-  return n;
-}
 
 void expectRejected(ncclResult_t rc, const char* mention) {
   EXPECT_EQ(rc, ncclInvalidArgument);
@@ -29,7 +24,7 @@ void expectRejected(ncclResult_t rc, const char* mention) {
 class DeviceBadInput : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (deviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+    if (braid::gputest::gpuCount() == 0) GTEST_SKIP() << "no CUDA device";
     int dev0 = 0;
     ASSERT_EQ(ncclCommInitAll(&comm, 1, &dev0), ncclSuccess) << ncclGetLastError(nullptr);
     ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
@@ -57,7 +52,7 @@ TEST_F(DeviceBadInput, OverlappingBuffers) {
 }
 
 TEST_F(DeviceBadInput, BufferOnAnotherDevice) {
-  if (deviceCount() < 2) GTEST_SKIP() << "needs a second GPU";
+  if (braid::gputest::gpuCount() < 2) GTEST_SKIP() << "needs a second GPU";
   float* other = nullptr;
   ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&other, 4096), cudaSuccess);
@@ -67,7 +62,7 @@ TEST_F(DeviceBadInput, BufferOnAnotherDevice) {
 }
 
 TEST_F(DeviceBadInput, StreamOfAnotherDevice) {
-  if (deviceCount() < 2) GTEST_SKIP() << "needs a second GPU";
+  if (braid::gputest::gpuCount() < 2) GTEST_SKIP() << "needs a second GPU";
   cudaStream_t otherStream = nullptr;
   ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
   ASSERT_EQ(cudaStreamCreate(&otherStream), cudaSuccess);
@@ -85,9 +80,6 @@ TEST_F(DeviceBadInput, ValidCallStillWorks) {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  if (deviceCount() == 0) {
-    std::printf("SKIP: no CUDA device\n");
-    return 77;
-  }
+  if (braid::gputest::skipWithoutGpu()) return braid::gputest::kSkipExit;
   return RUN_ALL_TESTS();
 }

@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "gpu_present.h"
 #include "nccl.h"
 
 namespace {
@@ -231,11 +232,7 @@ int abortTest() {
 
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-    std::printf("SKIP no CUDA device\n");
-    return 77;
-  }
+  if (braid::gputest::skipWithoutGpu()) return braid::gputest::kSkipExit;
   std::string only = argc > 1 ? argv[1] : "";
   int rc = 0;
   if (only.empty() || only == "graph-first") rc |= graphTest(true);

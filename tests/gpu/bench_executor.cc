@@ -462,10 +462,7 @@ int main(int argc, char** argv) {
     usage();
     return 2;
   }
-  if (gpuCount() == 0) {
-    std::printf("SKIPPED: no CUDA device\n");
-    return 77;
-  }
+  if (skipWithoutGpu()) return kSkipExit;
   const auto start = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   double deadline = std::numeric_limits<double>::infinity();

@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "gpu_present.h"
+
 namespace {
 
 #define CK(x)                                                                              \
@@ -63,11 +65,7 @@ double gpuUs(cudaStream_t s, int per, F&& f) {
 
 int main() {
   setvbuf(stdout, nullptr, _IOLBF, 0);
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-    std::printf("SKIP no CUDA device\n");
-    return 77;
-  }
+  if (braid::gputest::skipWithoutGpu()) return braid::gputest::kSkipExit;
   CK(cudaSetDevice(0));
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

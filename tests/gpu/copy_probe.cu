@@ -6,9 +6,6 @@
 //   gpu_copy_probe [max_bytes]
 #include <cuda_runtime.h>
 
-#include "kernels/copy.h"
-#include "kernels/copy_loop.cuh"
-
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -16,6 +13,10 @@
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "gpu_present.h"
+#include "kernels/copy.h"
+#include "kernels/copy_loop.cuh"
 
 #define CHECK(x)                                                                          \
   do {                                                                                    \
@@ -161,11 +162,7 @@ Variant splitVariant(double share) {
 
 int main(int argc, char** argv) {
   const size_t maxBytes = argc > 1 ? std::strtoull(argv[1], nullptr, 0) : size_t(1) << 30;
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    std::printf("SKIP: no CUDA device\n");
-    return 77;
-  }
+  if (braid::gputest::skipWithoutGpu()) return braid::gputest::kSkipExit;
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("# %s, %d SMs\n", prop.name, prop.multiProcessorCount);

@@ -37,6 +37,7 @@
 #include <thread>
 #include <vector>
 
+#include "gpu_present.h"
 #include "nccl.h"
 #include "tests/common/reference.h"
 
@@ -444,14 +445,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gpu_nccl_compare: --braid and --nccl want absolute paths\n");
     return 2;
   }
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("SKIP no CUDA device\n");
-    return 77;
-  }
+  if (braid::gputest::skipWithoutGpu()) return braid::gputest::kSkipExit;
+  const int devices = braid::gputest::gpuCount();
   if (nRanks < 1 || nRanks > devices) {
     std::printf("SKIP --ranks %d needs %d GPUs, %d present\n", nRanks, nRanks, devices);
-    return 77;
+    return braid::gputest::kSkipExit;
   }
   CUDA_OK(cudaSetDevice(0));
   CUDA_OK(cudaFree(nullptr));

@@ -18,15 +18,6 @@ bool cudaOk(cudaError_t e, const char* what) {
   return false;
 }
 
-int gpuCount() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return n;
-}
-
 std::unique_ptr<RankGroup> RankGroup::create(const GroupOptions& options) {
   std::unique_ptr<RankGroup> g(new RankGroup());
   g->options_ = options;

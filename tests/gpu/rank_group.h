@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "algo/algorithm.h"
+#include "gpu_present.h"
 #include "kernels/executor.h"
 #include "kernels/work_cache.h"
 #include "thread_bootstrap.h"
@@ -21,8 +22,6 @@ namespace braid::gputest {
 bool cudaOk(cudaError_t e, const char* what);
 #define GPU_OK(call) ::braid::gputest::cudaOk((call), #call)
 
-// The number of usable GPUs, or 0 (no driver, no device).
-int gpuCount();
 
 struct GroupOptions {
   int nRanks = 2;
