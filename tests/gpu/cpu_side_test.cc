@@ -210,7 +210,17 @@ TEST(PackLaunch, BlobReadsBackAsTheScheduleSays) {
   for (size_t i = 0; i < sends.size(); ++i) EXPECT_EQ(sends[i].tail, pl.launch.sends[i].end.peerTail);
   for (size_t i = 0; i < recvs.size(); ++i) EXPECT_EQ(recvs[i].tail, pl.launch.recvs[i].end.localTail);
 
-  // Lane by lane, step by step (empty steps dropped), connections named by their ends.
+  // Lane by lane, step by step (empty steps dropped), connections named by their ends: a step
+  // with a peer names the launch's connection (channel, peer), one without names none.
+  auto expectConn = [](int16_t conn, int peer, int channel, const auto& conns) {
+    if (peer < 0) {
+      EXPECT_EQ(conn, kernels::kNoConn);
+      return;
+    }
+    ASSERT_GE(conn, 0);
+    EXPECT_EQ(conns[conn].channel, channel);
+    EXPECT_EQ(conns[conn].peer, peer);
+  };
   size_t lane = 0;
   for (const algo::Lane& l : plan.lanes) {
     std::vector<const algo::Step*> want;
@@ -231,20 +241,8 @@ TEST(PackLaunch, BlobReadsBackAsTheScheduleSays) {
       EXPECT_EQ(d.src, s.src);
       EXPECT_EQ(d.dst, s.dst);
       EXPECT_EQ(d.flags, s.flags);
-      if (s.sendPeer >= 0) {
-        ASSERT_GE(d.sendConn, 0);
-        EXPECT_EQ(pl.launch.sends[d.sendConn].channel, l.channel);
-        EXPECT_EQ(pl.launch.sends[d.sendConn].peer, s.sendPeer);
-      } else {
-        EXPECT_EQ(d.sendConn, kernels::kNoConn);
-      }
-      if (s.recvPeer >= 0) {
-        ASSERT_GE(d.recvConn, 0);
-        EXPECT_EQ(pl.launch.recvs[d.recvConn].channel, l.channel);
-        EXPECT_EQ(pl.launch.recvs[d.recvConn].peer, s.recvPeer);
-      } else {
-        EXPECT_EQ(d.recvConn, kernels::kNoConn);
-      }
+      expectConn(d.sendConn, s.sendPeer, l.channel, pl.launch.sends);
+      expectConn(d.recvConn, s.recvPeer, l.channel, pl.launch.recvs);
     }
   }
   EXPECT_EQ(lane, lanes.size());
