@@ -114,6 +114,9 @@ ncclResult_t checkBuffers(braid::api::Task& t, bool needSend, bool needRecv, siz
 }
 
 ncclResult_t enqueue(braid::api::Task t) {
+  // Held until the call returns: another thread's destroy or abort waits for it.
+  braid::CommUse use(t.comm, t.caller);
+  if (use.result() != ncclSuccess) return braid::api::noteGroupError(use.result());
   ncclResult_t rc = braid::checkCommReady(t.comm, t.caller);
   if (rc == ncclSuccess) rc = checkType(t);
   int n = rc == ncclSuccess ? t.comm->nRanks : 1;

@@ -8,6 +8,7 @@
 #include <span>
 #include <thread>
 
+#include "api/call_check.h"
 #include "api/device_resources.h"
 #include "api/plan.h"
 #include "api/redop.h"
@@ -55,7 +56,20 @@ struct CommLaunch {
   GpuResources::Links sends, recvs;  // sorted and unique once prepared
   bool connected = false;  // every link in sends/recvs exists, and launch has their ends
   std::vector<void*> scratch;  // stream-ordered copies for in-place AlltoAll and send/recv
+  std::vector<CallDesc> calls;  // the tasks as numbered calls (hang reports, the call check)
 };
+
+// The numbered calls of a launch end when its work on the stream does (tracked by an event),
+// at once when it was captured into a graph (replays are not calls), or when it failed.
+void trackCalls(CommLaunch& cl, bool launched) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (launched && cudaStreamIsCapturing(cl.launch.stream, &capture) != cudaSuccess) {
+    (void)cudaGetLastError();
+    capture = cudaStreamCaptureStatusActive;  // unknown: do not record an event into it
+  }
+  if (!launched || capture != cudaStreamCaptureStatusNone || !cl.comm->calls.enqueued(cl.launch.stream))
+    cl.comm->calls.complete();
+}
 
 // A stream-ordered copy of an input that the call (or group) may overwrite before it has
 // sent it; freed after the launch.
@@ -138,7 +152,7 @@ ncclResult_t prepare(CommLaunch& cl) {
   if (!comm->device) {
     GpuResources* res = nullptr;
     BRAID_CHECK(GpuResources::create(comm, &res));
-    comm->device.reset(res);
+    setCommDevice(comm, res);
     BRAID_CHECK(kernels::preloadKernels(comm->cudaDev));
   }
   cl.res = static_cast<GpuResources*>(comm->device.get());
@@ -194,6 +208,12 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
   return ncclSuccess;
 }
 
+ncclResult_t connectLaunchAndTrack(CommLaunch& cl) {
+  ncclResult_t rc = connectAndLaunch(cl);
+  trackCalls(cl, rc == ncclSuccess);
+  return rc;
+}
+
 // One rank: every collective with a built-in op is a copy (sum, prod, max, min and avg of
 // one value are the value), and in place there is nothing to do.
 bool copiesOnOneRank(const Task& t) {
@@ -234,30 +254,69 @@ ncclResult_t runDeviceTasks(std::span<const Task* const> tasks) {
     }
     it->second->tasks.push_back(t);
   }
+  // Every rank numbers its calls; with BRAID_CHECK_CALLS=1 the ranks compare them before any
+  // kernel is enqueued (a mismatched kernel would wait for data that never comes).
+  for (CommLaunch& cl : launches) {
+    for (const Task* t : cl.tasks) cl.calls.push_back(callDescOf(*t));
+    cl.comm->calls.begin(cl.calls.data(), cl.calls.size());
+  }
+  if (checkDeviceCalls()) {
+    std::vector<host::LaneProgram> programs;
+    CallCheck check;
+    for (CommLaunch& cl : launches) check.add(cl.comm, cl.calls, &programs);
+    ncclResult_t rc = programs.empty() ? ncclSuccess : host::runPrograms(programs);
+    if (rc != ncclSuccess) {
+      for (CommLaunch& cl : launches) cl.comm->calls.complete();
+      return rc;
+    }
+  }
   DeviceScope restore;      // the loops below switch devices
   RelaxedCapture relaxed;  // the first call may be captured, and it allocates the connections
   bool connecting = false;
+  auto untrack = [&launches]() {
+    for (CommLaunch& cl : launches) cl.comm->calls.complete();
+  };
   for (CommLaunch& cl : launches) {
-    if (cudaError_t e = cudaSetDevice(cl.comm->cudaDev); e != cudaSuccess) return cudaFail(*cl.tasks.front(), "cudaSetDevice", e);
-    BRAID_CHECK(prepare(cl));
+    ncclResult_t rc = ncclSuccess;
+    if (cudaError_t e = cudaSetDevice(cl.comm->cudaDev); e != cudaSuccess) rc = cudaFail(*cl.tasks.front(), "cudaSetDevice", e);
+    if (rc == ncclSuccess) rc = prepare(cl);
+    if (rc != ncclSuccess) {
+      untrack();
+      return rc;
+    }
     cl.connected = cl.res->linkEnds(cl.sends, cl.recvs, &cl.launch);
     connecting = connecting || !cl.connected;
   }
   if (launches.size() == 1 || !connecting) {
+    ncclResult_t first = ncclSuccess;
     for (CommLaunch& cl : launches) {
-      if (cudaError_t e = cudaSetDevice(cl.comm->cudaDev); e != cudaSuccess) return cudaFail(*cl.tasks.front(), "cudaSetDevice", e);
-      BRAID_CHECK(connectAndLaunch(cl));
+      ncclResult_t rc = ncclSuccess;
+      if (cudaError_t e = cudaSetDevice(cl.comm->cudaDev); e != cudaSuccess) rc = cudaFail(*cl.tasks.front(), "cudaSetDevice", e);
+      if (rc == ncclSuccess) rc = connectLaunchAndTrack(cl);
+      else trackCalls(cl, false);
+      if (first == ncclSuccess) first = rc;
     }
-    return ncclSuccess;
+    return first;
   }
   // Connection setup waits for peers that may be other ranks of this thread's group.
   std::vector<ncclResult_t> results(launches.size(), ncclSuccess);
   std::vector<std::thread> threads;
   for (size_t i = 0; i < launches.size(); ++i)
     threads.emplace_back([&, i] {
-      RelaxedCapture relaxedHere;
-      cudaError_t e = cudaSetDevice(launches[i].comm->cudaDev);
-      results[i] = e == cudaSuccess ? connectAndLaunch(launches[i]) : cudaFail(*launches[i].tasks.front(), "cudaSetDevice", e);
+      try {
+        RelaxedCapture relaxedHere;
+        cudaError_t e = cudaSetDevice(launches[i].comm->cudaDev);
+        if (e == cudaSuccess) {
+          results[i] = connectLaunchAndTrack(launches[i]);
+        } else {
+          results[i] = cudaFail(*launches[i].tasks.front(), "cudaSetDevice", e);
+          trackCalls(launches[i], false);
+        }
+      } catch (const std::exception& ex) {  // no exception may leave a thread
+        results[i] = fail(ncclInternalError, "%s (rank %d): %s", launches[i].tasks.front()->caller,
+                          launches[i].comm->rank, ex.what());
+        trackCalls(launches[i], false);
+      }
     });
   for (auto& th : threads) th.join();
   for (ncclResult_t r : results)

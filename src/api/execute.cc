@@ -2,9 +2,13 @@
 // memory kind.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <map>
+#include <memory>
 #include <span>
+#include <string>
 
+#include "api/call_check.h"
 #include "api/group.h"
 #include "api/plan.h"
 #include "api/redop.h"
@@ -61,7 +65,7 @@ ncclResult_t addCollective(HostRun& run, const Task& t) {
     auto it = run.collectiveProgram.find(key);
     if (it == run.collectiveProgram.end()) {
       it = run.collectiveProgram.emplace(key, run.programs.size()).first;
-      run.programs.push_back({comm, lane.channel, {}});
+      run.programs.push_back({comm, lane.channel, {}, {}});
     }
     for (const algo::Step& s : lane.steps) run.programs[it->second].steps.push_back({&ctx, &s});
   }
@@ -101,13 +105,28 @@ void addP2p(HostRun& run, ncclComm* comm, const std::vector<const Task*>& tasks)
   }
   algo::RankPlan& plan = run.plans.emplace_back(algo::buildP2p(comm->rank, comm->nRanks, ops));
   for (const algo::Lane& lane : plan.lanes) {
-    host::LaneProgram prog{comm, kP2pChannelBase + lane.channel, {}};
+    host::LaneProgram prog{comm, kP2pChannelBase + lane.channel, {}, {}};
     for (const algo::Step& s : lane.steps) {
       uint16_t buf = s.src != algo::kNoBuf ? s.src : s.dst;
       prog.steps.push_back({ctxOf[buf / 2], &s});
     }
     run.programs.push_back(std::move(prog));
   }
+}
+
+// Numbers each communicator's calls of `tasks` (in order) and says they started.
+struct NumberedCalls {
+  std::vector<std::pair<ncclComm*, std::vector<CallDesc>>> byComm;
+};
+NumberedCalls beginCalls(std::span<const Task* const> tasks) {
+  NumberedCalls out;
+  for (const Task* t : tasks) {
+    auto it = std::find_if(out.byComm.begin(), out.byComm.end(), [&](auto& e) { return e.first == t->comm; });
+    if (it == out.byComm.end()) it = out.byComm.insert(out.byComm.end(), {t->comm, {}});
+    it->second.push_back(callDescOf(*t));
+  }
+  for (auto& [comm, descs] : out.byComm) comm->calls.begin(descs.data(), descs.size());
+  return out;
 }
 
 ncclResult_t runHostTasks(std::span<const Task* const> tasks) {
@@ -133,13 +152,15 @@ ncclResult_t runHostTasks(std::span<const Task* const> tasks) {
     }
   }
   for (ncclComm* comm : order) addP2p(run, comm, p2p[comm]);
+  NumberedCalls calls = beginCalls(tasks);
+  CallCheck check;
+  for (auto& [comm, descs] : calls.byComm) check.add(comm, descs, &run.programs);
   ncclResult_t rc = host::runPrograms(run.programs);
+  for (auto& [comm, descs] : calls.byComm) comm->calls.complete();
   if (rc != ncclSuccess) {
     // The peers' FIFOs may now hold half a collective: the communicator can only be aborted.
-    for (const Task* t : tasks) {
-      t->comm->asyncError.store(rc);
-      t->comm->state.store(ncclComm::State::Failed);
-    }
+    std::string why = lastError();
+    for (const Task* t : tasks) markCommFailed(t->comm, rc, why.c_str());
   }
   return rc;
 }
@@ -170,10 +191,21 @@ ncclResult_t executeTasks(std::span<Task> tasks, ncclSimInfo_t* simInfo) {
     simInfo->estimatedTime = estimateMicroseconds(tasks);
     return ncclSuccess;
   }
-  if (tasks.size() == 1) {  // a call outside a group: no allocation on this path
+  if (tasks.size() == 1) {  // a call outside a group: the caller holds its communicator
     const Task* one[1] = {&tasks[0]};
     if (one[0]->count == 0) return ncclSuccess;
     return one[0]->onDevice ? runDeviceTasks(one) : runHostTasks(one);
+  }
+  // A group: its communicators may have been destroyed (or have failed) on other threads
+  // since the calls were queued; hold each for the run.
+  std::vector<std::unique_ptr<CommUse>> uses;
+  std::vector<ncclComm*> held;
+  for (const Task& t : tasks) {
+    if (std::find(held.begin(), held.end(), t.comm) != held.end()) continue;
+    held.push_back(t.comm);
+    uses.push_back(std::make_unique<CommUse>(t.comm, t.caller));
+    BRAID_CHECK(uses.back()->result());
+    BRAID_CHECK(checkCommReady(t.comm, t.caller));
   }
   std::vector<const Task*> host, device;
   for (const Task& t : tasks) {

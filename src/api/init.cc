@@ -70,18 +70,26 @@ ncclComm* newComm(const ncclConfig_t& config) {
   return comm;
 }
 
-void deleteComm(ncclComm* comm) {
-  if (comm->initThread.joinable()) comm->initThread.join();
-  braid::unregisterComm(comm);
+// How long destroy and abort wait for calls in flight on other threads to return after the
+// abort flag: every wait polls it at least every 50 ms, so this only passes when a thread is
+// stuck outside braid (in CUDA, say). Then the communicator is leaked, never freed under it.
+constexpr double kDrainSeconds = 10.0;
+
+// Destroy (abort = false) and abort: safe against calls in flight on other threads.
+ncclResult_t closeComm(ncclComm* comm, bool abort, const char* caller) {
+  bool drained = true;
+  BRAID_CHECK(braid::beginTeardown(comm, abort, caller, kDrainSeconds, &drained));
+  if (!drained) return ncclSuccess;
   braid::teardownComm(comm, /*abort=*/comm->abortFlag.load());
   delete comm;
+  return ncclSuccess;
 }
 
 // Blocking inits that fail leave no communicator behind; non-blocking ones keep it so that
 // ncclCommGetAsyncError can report why.
 ncclResult_t finishInit(ncclComm* comm, ncclComm_t* out, ncclResult_t rc) {
   if (rc != ncclSuccess && rc != ncclInProgress && comm->blocking && !braid::api::inGroup()) {
-    deleteComm(comm);
+    (void)closeComm(comm, /*abort=*/true, "ncclCommInitRank");
     *out = nullptr;
     return rc;
   }
@@ -131,19 +139,22 @@ ncclResult_t initChild(ncclComm* parent, bool participates, uint64_t salt,
   uint64_t secret = mixSecret(parent->bootstrap->secret(), salt);
   if (!participates) {
     // NCCL_SPLIT_NOCOLOR: take part in the exchange, get no communicator.
-    std::vector<int> ignored;
+    auto job = [parent, decide, caller]() mutable {
+      braid::CommUse use(parent, caller);  // the parent stays until the exchange is done
+      BRAID_CHECK(use.result());
+      std::vector<int> m;
+      return decide(&m);
+    };
     if (braid::api::inGroup()) {
-      ncclComm* placeholder = nullptr;
-      braid::api::deferInit(placeholder, [decide]() mutable {
-        std::vector<int> m;
-        return decide(&m);
-      }, parent->blocking);
+      braid::api::deferInit(nullptr, job, parent->blocking);
       return ncclSuccess;
     }
-    return decide(&ignored);
+    return job();
   }
   ncclComm* child = newComm(config);
-  ncclResult_t rc = launchInit(child, [parent, child, secret, decide]() {
+  ncclResult_t rc = launchInit(child, [parent, child, secret, decide, caller]() {
+    braid::CommUse use(parent, caller);  // the parent stays until the child is made
+    BRAID_CHECK(use.result());
     if (parent->cudaDev >= 0 && cudaSetDevice(parent->cudaDev) != cudaSuccess)
       return fail(ncclUnhandledCudaError, "split: cudaSetDevice(%d) failed", parent->cudaDev);
     std::vector<int> members;
@@ -154,13 +165,17 @@ ncclResult_t initChild(ncclComm* parent, bool participates, uint64_t salt,
   return finishInit(child, out, rc);
 }
 
-ncclResult_t checkLive(const ncclComm* comm, const char* caller) {
-  if (!comm) return fail(ncclInvalidArgument, "%s: comm is NULL.", caller);
-  if (!braid::isLiveComm(comm))
-    return fail(ncclInvalidArgument, "%s: comm %p is not a live communicator (destroyed or never created).", caller,
-                static_cast<const void*>(comm));
-  return ncclSuccess;
+// The GPU resources, made by the first device call (maybe on another thread). They stay until
+// teardown, which waits for the caller's CommUse.
+braid::DeviceResources* deviceOf(ncclComm* comm) {
+  std::lock_guard<std::mutex> lock(comm->deviceMutex);
+  return comm->device.get();
 }
+
+// Holds the communicator for the rest of the calling scope (see braid::CommUse).
+#define BRAID_USE(comm, caller)            \
+  braid::CommUse use_((comm), (caller));   \
+  BRAID_CHECK(use_.result())
 
 }  // namespace
 
@@ -238,14 +253,14 @@ BRAID_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int*
   for (int i = 0; i < ndev; ++i)
     if (results[i] != ncclSuccess) {
       for (int j = 0; j < ndev; ++j)
-        if (comms[j]) { deleteComm(comms[j]); comms[j] = nullptr; }
+        if (comms[j]) { (void)closeComm(comms[j], /*abort=*/true, "ncclCommInitAll"); comms[j] = nullptr; }
       return results[i];
     }
   return ncclSuccess;
 }
 
 BRAID_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
-  BRAID_CHECK(checkLive(comm, "ncclCommSplit"));
+  BRAID_USE(comm, "ncclCommSplit");
   if (!newcomm) return fail(ncclInvalidArgument, "ncclCommSplit (rank %d): newcomm is NULL.", comm->rank);
   if (color < 0 && color != NCCL_SPLIT_NOCOLOR)
     return fail(ncclInvalidArgument, "ncclCommSplit (rank %d): color = %d is negative. Fix: use a color >= 0, or "
@@ -274,7 +289,7 @@ BRAID_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, nccl
 
 BRAID_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
           ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
-  BRAID_CHECK(checkLive(comm, "ncclCommShrink"));
+  BRAID_USE(comm, "ncclCommShrink");
   if (!newcomm) return fail(ncclInvalidArgument, "ncclCommShrink (rank %d): newcomm is NULL.", comm->rank);
   if (shrinkFlags != NCCL_SHRINK_DEFAULT && shrinkFlags != NCCL_SHRINK_ABORT)
     return fail(ncclInvalidArgument, "ncclCommShrink (rank %d): shrinkFlags = %d; allowed NCCL_SHRINK_DEFAULT or "
@@ -306,7 +321,7 @@ BRAID_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, 
 }
 
 BRAID_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
-  BRAID_CHECK(checkLive(comm, "ncclCommFinalize"));
+  BRAID_USE(comm, "ncclCommFinalize");
   auto s = comm->state.load();
   if (s == ncclComm::State::Finalized)
     return fail(ncclInvalidArgument, "ncclCommFinalize (rank %d): the communicator is already finalized.", comm->rank);
@@ -319,27 +334,16 @@ BRAID_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
 
 BRAID_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   if (!comm) return ncclSuccess;
-  if (!braid::isLiveComm(comm))
-    return fail(ncclInvalidArgument, "ncclCommDestroy: comm %p has already been destroyed (or was never created).",
-                static_cast<void*>(comm));
-  deleteComm(comm);
-  return ncclSuccess;
+  return closeComm(comm, /*abort=*/false, "ncclCommDestroy");
 }
 
 BRAID_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   if (!comm) return ncclSuccess;
-  if (!braid::isLiveComm(comm))
-    return fail(ncclInvalidArgument, "ncclCommAbort: comm %p has already been destroyed (or was never created).",
-                static_cast<void*>(comm));
-  comm->abortFlag.store(true);
-  if (comm->bootstrap) comm->bootstrap->abort();
-  if (comm->device) comm->device->signalAbort();
-  deleteComm(comm);
-  return ncclSuccess;
+  return closeComm(comm, /*abort=*/true, "ncclCommAbort");
 }
 
 BRAID_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
-  BRAID_CHECK(checkLive(comm, "ncclCommRevoke"));
+  BRAID_USE(comm, "ncclCommRevoke");
   if (revokeFlags != NCCL_REVOKE_DEFAULT)
     return fail(ncclInvalidArgument, "ncclCommRevoke (rank %d): revokeFlags = %d; only NCCL_REVOKE_DEFAULT (0) is "
                 "allowed.", comm->rank, revokeFlags);
@@ -347,12 +351,12 @@ BRAID_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
   comm->state.store(ncclComm::State::Revoked);
   // In-flight kernels stop at the abort word; the FIFOs are then in no known state, so the
   // communicator keeps only destroy, split and shrink (its children get fresh connections).
-  if (comm->device) comm->device->stopInFlight();
+  if (braid::DeviceResources* device = deviceOf(comm)) device->stopInFlight();
   return ncclSuccess;
 }
 
 BRAID_API(ncclResult_t, ncclCommCount, const ncclComm_t comm, int* count) {
-  BRAID_CHECK(checkLive(comm, "ncclCommCount"));
+  BRAID_USE(comm, "ncclCommCount");
   if (!count) return fail(ncclInvalidArgument, "ncclCommCount: count is NULL.");
   if (comm->state.load() == ncclComm::State::Initializing) BRAID_CHECK(braid::checkCommReady(comm, "ncclCommCount"));
   *count = comm->nRanks;
@@ -360,7 +364,7 @@ BRAID_API(ncclResult_t, ncclCommCount, const ncclComm_t comm, int* count) {
 }
 
 BRAID_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device) {
-  BRAID_CHECK(checkLive(comm, "ncclCommCuDevice"));
+  BRAID_USE(comm, "ncclCommCuDevice");
   if (!device) return fail(ncclInvalidArgument, "ncclCommCuDevice: device is NULL.");
   if (comm->state.load() == ncclComm::State::Initializing) BRAID_CHECK(braid::checkCommReady(comm, "ncclCommCuDevice"));
   *device = comm->cudaDev;
@@ -368,7 +372,7 @@ BRAID_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device) {
 }
 
 BRAID_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank) {
-  BRAID_CHECK(checkLive(comm, "ncclCommUserRank"));
+  BRAID_USE(comm, "ncclCommUserRank");
   if (!rank) return fail(ncclInvalidArgument, "ncclCommUserRank: rank is NULL.");
   if (comm->state.load() == ncclComm::State::Initializing) BRAID_CHECK(braid::checkCommReady(comm, "ncclCommUserRank"));
   *rank = comm->rank;
@@ -376,12 +380,12 @@ BRAID_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank) {
 }
 
 BRAID_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError) {
-  BRAID_CHECK(checkLive(comm, "ncclCommGetAsyncError"));
+  BRAID_USE(comm, "ncclCommGetAsyncError");
   if (!asyncError) return fail(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL.");
   ncclResult_t rc = comm->asyncError.load();
-  if (rc == ncclSuccess && comm->device) {
+  if (braid::DeviceResources* device = deviceOf(comm); rc == ncclSuccess && device) {
     // Kernels report through a host-mapped word (an abort, or work they could not run).
-    rc = comm->device->asyncError();
+    rc = device->asyncError();
   }
   if (rc == ncclSuccess) {
     rc = braid::api::deviceAsyncError(comm);  // a fault on the device's streams: it stays
@@ -406,6 +410,15 @@ BRAID_API(const char*, ncclGetErrorString, ncclResult_t result) {
 }
 
 BRAID_API(const char*, ncclGetLastError, ncclComm_t comm) {
-  (void)comm;  // NCCL keeps one last error per process
+  // A failed communicator names its own failure (a dead peer, a mismatch), which may have been
+  // found on another thread; otherwise the process's last error, as NCCL keeps it.
+  if (comm && braid::isLiveComm(comm)) {
+    braid::CommUse use(comm, "ncclGetLastError");
+    if (use.result() == ncclSuccess && comm->state.load() == ncclComm::State::Failed) {
+      static thread_local std::string text;
+      text = braid::commFailureText(comm);
+      if (!text.empty()) return text.c_str();
+    }
+  }
   return braid::lastError();
 }

@@ -43,6 +43,8 @@ BRAID_API(ncclResult_t, ncclMemFree, void* ptr) {
 }
 
 BRAID_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle) {
+  braid::CommUse use_(comm, "ncclCommRegister");
+  BRAID_CHECK(use_.result());
   BRAID_CHECK(braid::checkCommReady(comm, "ncclCommRegister"));
   if (!handle) return fail(ncclInvalidArgument, "ncclCommRegister (rank %d): handle is NULL.", comm->rank);
   if (!buff || size == 0)
@@ -56,6 +58,8 @@ BRAID_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, siz
 }
 
 BRAID_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle) {
+  braid::CommUse use_(comm, "ncclCommDeregister");
+  BRAID_CHECK(use_.result());
   BRAID_CHECK(braid::checkCommReady(comm, "ncclCommDeregister"));
   std::lock_guard<std::mutex> lock(gRegMutex);
   auto* reg = static_cast<Registration*>(handle);
@@ -69,6 +73,8 @@ BRAID_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle)
 
 BRAID_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
           int winFlags) {
+  braid::CommUse use_(comm, "ncclCommWindowRegister");
+  BRAID_CHECK(use_.result());
   BRAID_CHECK(braid::checkCommReady(comm, "ncclCommWindowRegister"));
   (void)buff;
   (void)size;
@@ -79,6 +85,8 @@ BRAID_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, siz
 }
 
 BRAID_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win) {
+  braid::CommUse use_(comm, "ncclCommWindowDeregister");
+  BRAID_CHECK(use_.result());
   BRAID_CHECK(braid::checkCommReady(comm, "ncclCommWindowDeregister"));
   if (win)
     return fail(ncclInvalidUsage, "ncclCommWindowDeregister (rank %d): window %p was not registered by braid.",

@@ -46,6 +46,8 @@ ncclResult_t hostOpFor(ncclComm* comm, ncclRedOp_t op, ncclDataType_t type, cons
 
 BRAID_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
           ncclScalarResidence_t residence, ncclComm_t comm) {
+  braid::CommUse use_(comm, "ncclRedOpCreatePreMulSum");
+  BRAID_CHECK(use_.result());
   BRAID_CHECK(braid::checkCommReady(comm, "ncclRedOpCreatePreMulSum"));
   if (!op) return fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum (rank %d): op is NULL.", comm->rank);
   if (!scalar) return fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum (rank %d): scalar is NULL.", comm->rank);
@@ -71,6 +73,8 @@ BRAID_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar,
 }
 
 BRAID_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm) {
+  braid::CommUse use_(comm, "ncclRedOpDestroy");
+  BRAID_CHECK(use_.result());
   BRAID_CHECK(braid::checkCommReady(comm, "ncclRedOpDestroy"));
   if (static_cast<int>(op) < ncclNumOps)
     return fail(ncclInvalidArgument, "ncclRedOpDestroy (rank %d): op %d is a built-in op; only ops from "

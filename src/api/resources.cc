@@ -58,7 +58,7 @@ ncclResult_t createResources(ncclComm* comm) {
 
 void destroyResources(ncclComm* comm, bool abort) {
   if (comm->device) comm->device->close(abort);
-  comm->device.reset();
+  setCommDevice(comm, nullptr);
   if (comm->host) comm->host->close(abort);
   comm->host.reset();
 }

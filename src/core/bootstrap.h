@@ -20,8 +20,6 @@ class Bootstrap {
   virtual ncclResult_t send(int peer, uint32_t tag, const void* data, size_t size) = 0;
   virtual ncclResult_t recv(int peer, uint32_t tag, void* data, size_t size) = 0;
   virtual ncclResult_t barrier() = 0;
-  // Makes every blocking call return ncclRemoteError/ncclInvalidUsage promptly (abort).
-  virtual void abort() = 0;
 };
 
 }  // namespace braid

@@ -3,7 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <shared_mutex>
+#include <thread>
 #include <unordered_set>
 
 #include "core/env.h"
@@ -13,7 +16,8 @@
 namespace braid {
 namespace {
 
-std::mutex gRegistryMutex;
+// Shared for the per-call lookups (CommUse), exclusive to register, unregister and close.
+std::shared_mutex gRegistryMutex;
 std::unordered_set<const ncclComm*>& registry() {
   static auto* set = new std::unordered_set<const ncclComm*>();  // never destroyed: used at exit
   return *set;
@@ -49,16 +53,105 @@ PeerInfo describeSelf(int rank, int nRanks, int cudaDev) {
 }  // namespace
 
 void registerComm(ncclComm* comm) {
-  std::lock_guard<std::mutex> lock(gRegistryMutex);
+  std::unique_lock<std::shared_mutex> lock(gRegistryMutex);
   registry().insert(comm);
 }
 void unregisterComm(ncclComm* comm) {
-  std::lock_guard<std::mutex> lock(gRegistryMutex);
+  std::unique_lock<std::shared_mutex> lock(gRegistryMutex);
   registry().erase(comm);
 }
 bool isLiveComm(const ncclComm* comm) {
-  std::lock_guard<std::mutex> lock(gRegistryMutex);
+  std::shared_lock<std::shared_mutex> lock(gRegistryMutex);
   return comm && registry().count(comm) > 0;
+}
+
+CommUse::CommUse(ncclComm* comm, const char* caller) {
+  if (!comm) {
+    result_ = fail(ncclInvalidArgument, "%s: comm is NULL. Fix: pass a communicator from ncclCommInitRank.", caller);
+    return;
+  }
+  std::shared_lock<std::shared_mutex> lock(gRegistryMutex);
+  if (!registry().count(comm)) {
+    result_ = fail(ncclInvalidArgument,
+                   "%s: comm %p is not a live communicator (destroyed, or never initialized). Fix: pass a "
+                   "communicator from ncclCommInitRank that was not destroyed.",
+                   caller, static_cast<const void*>(comm));
+    return;
+  }
+  if (comm->closing.load()) {
+    result_ = fail(ncclInvalidUsage,
+                   "%s (rank %d): the communicator is being destroyed or aborted by another thread. Fix: do not use a "
+                   "communicator after ncclCommDestroy/ncclCommAbort was called on it.",
+                   caller, comm->rank);
+    return;
+  }
+  comm->uses.fetch_add(1, std::memory_order_acq_rel);
+  comm_ = comm;
+}
+
+CommUse::~CommUse() {
+  if (comm_) comm_->uses.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+ncclResult_t beginTeardown(ncclComm* comm, bool abort, const char* caller, double waitSeconds, bool* drained) {
+  *drained = true;
+  {
+    std::unique_lock<std::shared_mutex> lock(gRegistryMutex);
+    if (!comm || !registry().count(comm))
+      return fail(ncclInvalidArgument, "%s: comm %p has already been destroyed (or was never created).", caller,
+                  static_cast<void*>(comm));
+    if (comm->closing.exchange(true))
+      return fail(ncclInvalidUsage, "%s (rank %d): another thread is already destroying or aborting this "
+                  "communicator.", caller, comm->rank);
+  }
+  // From here no new call enters. Calls in flight end at the abort flag: every wait in braid
+  // (bootstrap, host engine, kernels through the device's abort word) polls it.
+  int inFlight = comm->uses.load();
+  if (abort || inFlight > 0) {
+    if (!abort)
+      BRAID_WARN("%s (rank %d): %d call(s) still in flight on other threads; they are interrupted (as by "
+                 "ncclCommAbort) and return an error.", caller, comm->rank, inFlight);
+    comm->abortFlag.store(true);
+    std::lock_guard<std::mutex> lock(comm->deviceMutex);
+    if (comm->device) comm->device->signalAbort();
+  }
+  if (comm->initThread.joinable()) comm->initThread.join();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(waitSeconds);
+  while (comm->uses.load() > 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      BRAID_WARN("%s (rank %d): %d call(s) did not return within %.0f s of the abort; the communicator's memory is "
+                 "left allocated so that they cannot touch freed memory.", caller, comm->rank, comm->uses.load(),
+                 waitSeconds);
+      *drained = false;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  unregisterComm(comm);
+  return ncclSuccess;
+}
+
+void markCommFailed(ncclComm* comm, ncclResult_t result, const char* text) {
+  {
+    std::lock_guard<std::mutex> lock(comm->failureMutex);
+    if (!comm->failureText.empty()) return;  // the first failure is the one to report
+    comm->failureText = text;
+  }
+  comm->asyncError.store(result);
+  comm->state.store(ncclComm::State::Failed);
+  std::lock_guard<std::mutex> lock(comm->deviceMutex);
+  if (comm->device) comm->device->signalAbort();
+}
+
+std::string commFailureText(ncclComm* comm) {
+  std::lock_guard<std::mutex> lock(comm->failureMutex);
+  return comm->failureText;
+}
+
+void setCommDevice(ncclComm* comm, DeviceResources* device) {
+  std::lock_guard<std::mutex> lock(comm->deviceMutex);
+  comm->device.reset(device);
+  if (device && comm->state.load() == ncclComm::State::Failed) device->signalAbort();
 }
 
 ncclResult_t checkCommReady(const ncclComm* comm, const char* caller) {
@@ -76,6 +169,14 @@ ncclResult_t checkCommReady(const ncclComm* comm, const char* caller) {
                 "%s (rank %d): attempt to use communicator before the previous operation returned ncclSuccess. Fix: "
                 "poll ncclCommGetAsyncError until it returns ncclSuccess first.",
                 caller, comm->rank);
+  if (s == ncclComm::State::Failed) {
+    ncclComm* c = const_cast<ncclComm*>(comm);
+    std::string why = commFailureText(c);
+    ncclResult_t rc = c->asyncError.load();
+    if (rc == ncclSuccess || rc == ncclInProgress) rc = ncclInvalidUsage;
+    return fail(rc, "%s (rank %d): the communicator has failed%s%s Only ncclCommDestroy, ncclCommAbort and "
+                "ncclCommShrink are allowed now.", caller, comm->rank, why.empty() ? "." : ": ", why.c_str());
+  }
   return fail(ncclInvalidUsage, "%s (rank %d): the communicator is %s; only ncclCommDestroy/Abort are allowed now.",
               caller, comm->rank, stateName(s));
 }
@@ -88,8 +189,10 @@ ncclResult_t initRankSync(ncclComm* comm, int nRanks, const ncclUniqueId& id, in
   comm->nRanks = nRanks;
   comm->cudaDev = cudaDev;
   std::vector<PeerInfo> peers;
-  BRAID_CHECK(TcpBootstrap::connectViaRoot(content, describeSelf(rank, nRanks, cudaDev), env::initTimeoutSeconds(),
-                                           &comm->abortFlag, &comm->bootstrap, &peers));
+  PeerInfo self = describeSelf(rank, nRanks, cudaDev);
+  BRAID_CHECK(Liveness::open(&self.monitor, &comm->liveness));
+  BRAID_CHECK(TcpBootstrap::connectViaRoot(content, self, env::initTimeoutSeconds(), &comm->abortFlag,
+                                           &comm->bootstrap, &peers));
   comm->peers = std::move(peers);
   return setupCommResources(comm);
 }
@@ -102,6 +205,7 @@ ncclResult_t initDerivedSync(ncclComm* parent, ncclComm* child, const std::vecto
   child->cudaDev = parent->cudaDev;
   setLogDevice(child->cudaDev);
   PeerInfo self = describeSelf(myIndex, n, parent->cudaDev);
+  BRAID_CHECK(Liveness::open(&self.monitor, &child->liveness));
   int listenFd = -1;
   BRAID_CHECK(TcpBootstrap::openListener(&self.listen, &listenFd));
   // Exchange the new listeners among the members only, over the parent's bootstrap: the
@@ -127,6 +231,9 @@ ncclResult_t setupCommResources(ncclComm* comm) {
     if (p.libraryVersion != NCCL_VERSION_CODE)
       return fail(ncclInvalidUsage, "ncclCommInitRank (rank %d): rank %d runs another library version (%d vs %d).",
                   comm->rank, p.rank, p.libraryVersion, NCCL_VERSION_CODE);
+  // Liveness first: from here a peer's death ends every wait for it, the setup's too.
+  BRAID_CHECK(comm->liveness->start(comm));
+  comm->bootstrap->watch(&comm->abortFlag, comm->liveness->lostFlags());
   BRAID_CHECK(createResources(comm));
   BRAID_INFO(kInit, "comm %p rank %d nRanks %d cudaDev %d busId %s - Init COMPLETE", static_cast<void*>(comm),
              comm->rank, comm->nRanks, comm->cudaDev, comm->peers[comm->rank].busId[0] ? comm->peers[comm->rank].busId : "host");
@@ -134,8 +241,10 @@ ncclResult_t setupCommResources(ncclComm* comm) {
 }
 
 void teardownComm(ncclComm* comm, bool abort) {
-  if (abort && comm->bootstrap) comm->bootstrap->abort();
+  // The monitor first: it may signal the device, and a goodbye tells the peers this is no death.
+  if (comm->liveness) comm->liveness->stop(abort);
   destroyResources(comm, abort);
+  comm->liveness.reset();
   comm->bootstrap.reset();
 }
 

@@ -7,6 +7,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/call_state.h"
+#include "core/liveness.h"
 #include "core/peer_info.h"
 #include "core/tcp_bootstrap.h"
 #include "nccl.h"
@@ -56,13 +58,25 @@ struct ncclComm {
   std::atomic<bool> abortFlag{false};
   std::thread initThread;         // non-blocking init/split runs here
 
+  // Calls in flight (braid::CommUse): teardown waits for them to leave before it frees
+  // anything. `closing` is set once, under the registry's lock, by destroy or abort.
+  std::atomic<int> uses{0};
+  std::atomic<bool> closing{false};
+  // Why the communicator failed (a dead peer, a mismatch, an error inside a collective):
+  // later calls and ncclGetLastError(comm) say it.
+  std::mutex failureMutex;
+  std::string failureText;
+  std::unique_ptr<braid::Liveness> liveness;  // which peers are alive; hang reports
+  braid::CallState calls;                     // numbered calls: started, completed, waiting for
+
   std::mutex userOpsMutex;
   std::vector<BraidUserOp> userOps;
 
   std::unique_ptr<braid::HostTransport> host;
   std::unique_ptr<braid::api::PlanCache> hostPlans;
   std::unique_ptr<braid::api::PlanCache> devicePlans;  // GPU executor plans (other lane sizes)
-  std::unique_ptr<braid::DeviceResources> device;
+  std::unique_ptr<braid::DeviceResources> device;  // set and reset under deviceMutex
+  std::mutex deviceMutex;                           // against the monitor thread's abort signal
 
   ncclComm();
   ~ncclComm();  // in src/api/resources.cc, where the transports are complete types
@@ -77,6 +91,36 @@ bool isLiveComm(const ncclComm* comm);
 
 // Checks that `comm` is a live communicator that finished its init; names `caller`.
 ncclResult_t checkCommReady(const ncclComm* comm, const char* caller);
+
+// A call in progress on a communicator: while one exists the communicator is not freed.
+// Taken by every entry point that uses a communicator; refused (with the last error set) for
+// NULL, a handle that is not a live communicator, or one being destroyed or aborted.
+class CommUse {
+ public:
+  CommUse(ncclComm* comm, const char* caller);
+  ~CommUse();
+  CommUse(const CommUse&) = delete;
+  CommUse& operator=(const CommUse&) = delete;
+  ncclResult_t result() const { return result_; }
+
+ private:
+  ncclComm* comm_ = nullptr;
+  ncclResult_t result_ = ncclSuccess;
+};
+
+// Destroy and abort: refuses a second teardown, makes calls in flight on other threads return
+// (abort: always; destroy: with a warning, since the user should not), waits up to `waitSeconds`
+// for them to leave, and unregisters the handle. False when they did not leave in time: the
+// caller must then not free the communicator (it is leaked, never used after free).
+ncclResult_t beginTeardown(ncclComm* comm, bool abort, const char* caller, double waitSeconds, bool* drained);
+
+// Records the communicator's first failure (later ones keep the first text), makes it refuse
+// further collectives, and stops its kernels. From any thread; logs nothing (the caller does).
+void markCommFailed(ncclComm* comm, ncclResult_t result, const char* text);
+// The failure's text ("" when the communicator has not failed).
+std::string commFailureText(ncclComm* comm);
+// Installs the GPU resources (under deviceMutex; a failure already known aborts them at once).
+void setCommDevice(ncclComm* comm, DeviceResources* device);
 
 // Creates this rank's communicator through the root named in `id` (the body of InitRank).
 ncclResult_t initRankSync(ncclComm* comm, int nRanks, const ncclUniqueId& id, int rank, int cudaDev);

@@ -100,7 +100,7 @@ const char* levelName(LogLevel l) {
 
 void vlog(LogLevel level, const char* fmt, va_list ap) {
   LogConfig& c = config();
-  char msg[2048];
+  char msg[4096];
   std::vsnprintf(msg, sizeof(msg), fmt, ap);
   std::fprintf(c.file, "%s:%d:%ld [%d] NCCL %s %s\n", c.host, getpid(), syscall(SYS_gettid), tlsDevice,
                levelName(level), msg);
@@ -120,6 +120,19 @@ void logMessage(LogLevel level, uint64_t subsys, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vlog(level, fmt, ap);
+  va_end(ap);
+}
+
+void logUrgent(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  if (logEnabled(LogLevel::Warn, kAll)) {
+    vlog(LogLevel::Warn, fmt, ap);
+  } else {
+    char msg[4096];
+    std::vsnprintf(msg, sizeof(msg), fmt, ap);
+    std::fprintf(stderr, "%s:%d:%ld [%d] NCCL WARN %s\n", config().host, getpid(), syscall(SYS_gettid), tlsDevice, msg);
+  }
   va_end(ap);
 }
 

@@ -21,6 +21,9 @@ enum Subsys : uint64_t {
 bool logEnabled(LogLevel level, uint64_t subsys);
 // `host:pid:tid [dev] NCCL LEVEL message`, to NCCL_DEBUG_FILE or stdout.
 void logMessage(LogLevel level, uint64_t subsys, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+// A warning printed whatever NCCL_DEBUG says (to the log when WARN is on, else to stderr): for
+// what a user must see, such as a hang report.
+void logUrgent(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 // The CUDA device of the calling thread's current rank, shown as [dev] in log lines (-1 = host).
 void setLogDevice(int dev);
 

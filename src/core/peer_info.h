@@ -14,6 +14,7 @@ struct PeerInfo {
   uint64_t hostHash = 0;     // same value for ranks on the same host (see hostHash())
   uint64_t processHash = 0;  // same value for ranks in the same process
   SocketAddress listen{};    // this rank's bootstrap listener
+  SocketAddress monitor{};   // this rank's liveness listener (core/liveness.h)
   char busId[16] = {};       // PCI bus id of the GPU, "0000:18:00.0"; empty for host-only
   int32_t libraryVersion = 0;
   int32_t initTimeoutMs = 0;  // the rank's BRAID_INIT_TIMEOUT: the root (maybe another process) uses it

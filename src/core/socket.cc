@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -144,14 +145,23 @@ ncclResult_t listenOn(SocketAddress* addr, int* fd) {
 
 namespace {
 
-// Waits until fd is ready for `events`, the deadline passes, or abort is set (checked every 50 ms).
-ncclResult_t waitReady(int fd, short events, Deadline deadline, const std::atomic<bool>* abortFlag) {
+// Waits until fd is ready for `events`, the deadline passes, or abort is set (checked every
+// 50 ms). When the peer is known lost, the wait still takes what it sent before it went (its
+// goodbye may overtake its last bytes on another connection) for kLostGrace, then fails.
+constexpr auto kLostGrace = std::chrono::seconds(1);
+ncclResult_t waitReady(int fd, short events, Deadline deadline, const std::atomic<bool>* abortFlag,
+                       const std::atomic<bool>* peerLost) {
+  Deadline lostBy = Deadline::max();
   for (;;) {
     if (abortFlag && abortFlag->load(std::memory_order_relaxed)) return ncclInvalidUsage;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) return ncclInProgress;
+    if (peerLost && lostBy == Deadline::max() && peerLost->load(std::memory_order_relaxed))
+      lostBy = Clock::now() + kLostGrace;
+    auto now = Clock::now();
+    if (now >= lostBy) return ncclRemoteError;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(std::min(deadline, lostBy) - now).count();
+    if (left <= 0 && now >= deadline) return ncclInProgress;
     pollfd p{fd, events, 0};
-    int rc = poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 50)));
+    int rc = poll(&p, 1, static_cast<int>(std::clamp<int64_t>(left, 0, 50)));
     if (rc > 0) return ncclSuccess;
     if (rc < 0 && errno != EINTR) return fail(ncclSystemError, "bootstrap: poll failed: %s", std::strerror(errno));
   }
@@ -164,13 +174,14 @@ void tuneSocket(int fd) {
 
 }  // namespace
 
-ncclResult_t connectTo(const SocketAddress& addr, Deadline deadline, const std::atomic<bool>* abortFlag, int* fd) {
+ncclResult_t connectTo(const SocketAddress& addr, Deadline deadline, const std::atomic<bool>* abortFlag, int* fd,
+                       const std::atomic<bool>* peerLost) {
   for (int attempt = 0;; ++attempt) {
     int s = socket(addr.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (s < 0) return fail(ncclSystemError, "bootstrap: socket() failed: %s", std::strerror(errno));
     int rc = connect(s, &addr.sa, addr.length());
     if (rc != 0 && errno == EINPROGRESS) {
-      ncclResult_t w = waitReady(s, POLLOUT, deadline, abortFlag);
+      ncclResult_t w = waitReady(s, POLLOUT, deadline, abortFlag, peerLost);
       if (w != ncclSuccess) { close(s); return w; }
       int err = 0;
       socklen_t len = sizeof(err);
@@ -193,14 +204,16 @@ ncclResult_t connectTo(const SocketAddress& addr, Deadline deadline, const std::
     if (err != ECONNREFUSED && err != ETIMEDOUT && err != EAGAIN && err != ECONNRESET)
       return fail(ncclSystemError, "bootstrap: connect to %s failed: %s", addr.toString().c_str(), std::strerror(err));
     if (abortFlag && abortFlag->load()) return ncclInvalidUsage;
+    if (peerLost && peerLost->load()) return ncclRemoteError;  // its listener is closed: nothing to take
     if (Clock::now() >= deadline) return ncclInProgress;
     std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100, 5 + attempt * 5)));
   }
 }
 
-ncclResult_t acceptBefore(int listenFd, Deadline deadline, const std::atomic<bool>* abortFlag, int* fd) {
+ncclResult_t acceptBefore(int listenFd, Deadline deadline, const std::atomic<bool>* abortFlag, int* fd,
+                          const std::atomic<bool>* peerLost) {
   for (;;) {
-    ncclResult_t w = waitReady(listenFd, POLLIN, deadline, abortFlag);
+    ncclResult_t w = waitReady(listenFd, POLLIN, deadline, abortFlag, peerLost);
     if (w != ncclSuccess) return w;
     int s = accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC);
     if (s >= 0) {
@@ -213,10 +226,11 @@ ncclResult_t acceptBefore(int listenFd, Deadline deadline, const std::atomic<boo
   }
 }
 
-ncclResult_t sendAll(int fd, const void* data, size_t size, Deadline deadline, const std::atomic<bool>* abortFlag) {
+ncclResult_t sendAll(int fd, const void* data, size_t size, Deadline deadline, const std::atomic<bool>* abortFlag,
+                     const std::atomic<bool>* peerLost) {
   const char* p = static_cast<const char*>(data);
   while (size > 0) {
-    ncclResult_t w = waitReady(fd, POLLOUT, deadline, abortFlag);
+    ncclResult_t w = waitReady(fd, POLLOUT, deadline, abortFlag, peerLost);
     if (w != ncclSuccess) return w;
     ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
@@ -230,10 +244,11 @@ ncclResult_t sendAll(int fd, const void* data, size_t size, Deadline deadline, c
   return ncclSuccess;
 }
 
-ncclResult_t recvAll(int fd, void* data, size_t size, Deadline deadline, const std::atomic<bool>* abortFlag) {
+ncclResult_t recvAll(int fd, void* data, size_t size, Deadline deadline, const std::atomic<bool>* abortFlag,
+                     const std::atomic<bool>* peerLost) {
   char* p = static_cast<char*>(data);
   while (size > 0) {
-    ncclResult_t w = waitReady(fd, POLLIN, deadline, abortFlag);
+    ncclResult_t w = waitReady(fd, POLLIN, deadline, abortFlag, peerLost);
     if (w != ncclSuccess) return w;
     ssize_t n = ::recv(fd, p, size, MSG_DONTWAIT);
     if (n == 0) return ncclRemoteError;

@@ -41,15 +41,21 @@ bool interfaceMatches(const std::string& name, const std::string& list);
 
 // A listening socket on `addr` (port 0 = ephemeral); the bound address is written back.
 ncclResult_t listenOn(SocketAddress* addr, int* fd);
+// Every wait below ends early when `abortFlag` is set (ncclInvalidUsage) or `peerLost` is set
+// (ncclRemoteError: the liveness monitor knows the peer waited for is dead or gone); either
+// may be null.
 // Connects, retrying refused connections until the deadline.
 ncclResult_t connectTo(const SocketAddress& addr, Deadline deadline, const std::atomic<bool>* abortFlag,
-                       int* fd);
+                       int* fd, const std::atomic<bool>* peerLost = nullptr);
 // Accepts one connection, or fails at the deadline. Returns ncclInProgress on timeout.
-ncclResult_t acceptBefore(int listenFd, Deadline deadline, const std::atomic<bool>* abortFlag, int* fd);
+ncclResult_t acceptBefore(int listenFd, Deadline deadline, const std::atomic<bool>* abortFlag, int* fd,
+                          const std::atomic<bool>* peerLost = nullptr);
 // Sends/receives exactly `size` bytes. A closed peer gives ncclRemoteError, the deadline
 // ncclInProgress (the caller names what it was waiting for), abort ncclInvalidUsage.
-ncclResult_t sendAll(int fd, const void* data, size_t size, Deadline deadline, const std::atomic<bool>* abortFlag);
-ncclResult_t recvAll(int fd, void* data, size_t size, Deadline deadline, const std::atomic<bool>* abortFlag);
+ncclResult_t sendAll(int fd, const void* data, size_t size, Deadline deadline, const std::atomic<bool>* abortFlag,
+                     const std::atomic<bool>* peerLost = nullptr);
+ncclResult_t recvAll(int fd, void* data, size_t size, Deadline deadline, const std::atomic<bool>* abortFlag,
+                     const std::atomic<bool>* peerLost = nullptr);
 void closeFd(int& fd);
 
 }  // namespace braid

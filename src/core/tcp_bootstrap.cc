@@ -82,7 +82,10 @@ ncclResult_t TcpBootstrap::connectViaRoot(const UniqueIdContent& id, PeerInfo se
 
 ncclResult_t TcpBootstrap::explain(ncclResult_t rc, const char* what, int peer) {
   if (rc == ncclSuccess) return rc;
-  if (aborted_.load()) return fail(ncclInvalidUsage, "bootstrap (rank %d): %s rank %d interrupted by abort", rank_, what, peer);
+  if (abort_->load()) return fail(ncclInvalidUsage, "bootstrap (rank %d): %s rank %d interrupted by abort", rank_, what, peer);
+  if (rc == ncclRemoteError && lost_ && lost_[peer].load())
+    return fail(ncclRemoteError, "bootstrap (rank %d): %s rank %d failed: rank %d is gone (the liveness monitor saw it "
+                "die or leave).", rank_, what, peer, peer);
   if (rc == ncclInProgress)
     return fail(ncclRemoteError,
                 "bootstrap (rank %d): timed out after %.0f s on %s rank %d. Rank %d may have died or be stuck "
@@ -98,26 +101,26 @@ ncclResult_t TcpBootstrap::sendLocked(int peer, uint32_t tag, const void* data, 
   Deadline deadline = deadlineIn(timeout_);
   if (sendFd_[peer] < 0) {
     int fd = -1;
-    ncclResult_t rc = connectTo(peers_[peer].listen, deadline, &aborted_, &fd);
+    ncclResult_t rc = connectTo(peers_[peer].listen, deadline, abort_, &fd, lostFlag(peer));
     if (rc != ncclSuccess) return explain(rc, "connecting to", peer);
     wire::Hello hello{secret_, wire::kHelloPeer, rank_};
-    rc = sendAll(fd, &hello, sizeof(hello), deadline, &aborted_);
+    rc = sendAll(fd, &hello, sizeof(hello), deadline, abort_, lostFlag(peer));
     if (rc != ncclSuccess) { close(fd); return explain(rc, "greeting", peer); }
     sendFd_[peer] = fd;
   }
   wire::MessageHeader header{tag, 0, size};
-  ncclResult_t rc = sendAll(sendFd_[peer], &header, sizeof(header), deadline, &aborted_);
-  if (rc == ncclSuccess && size) rc = sendAll(sendFd_[peer], data, size, deadline, &aborted_);
+  ncclResult_t rc = sendAll(sendFd_[peer], &header, sizeof(header), deadline, abort_, lostFlag(peer));
+  if (rc == ncclSuccess && size) rc = sendAll(sendFd_[peer], data, size, deadline, abort_, lostFlag(peer));
   return explain(rc, "sending to", peer);
 }
 
 // Accepts one incoming peer connection; drops (and logs) one with a wrong secret.
 ncclResult_t TcpBootstrap::acceptOne(Deadline deadline, int waitingFor) {
   int fd = -1;
-  ncclResult_t rc = acceptBefore(listenFd_, deadline, &aborted_, &fd);
+  ncclResult_t rc = acceptBefore(listenFd_, deadline, abort_, &fd, lostFlag(waitingFor));
   if (rc != ncclSuccess) return explain(rc, "waiting for a connection from", waitingFor);
   wire::Hello hello{};
-  rc = recvAll(fd, &hello, sizeof(hello), std::min(deadline, deadlineIn(5.0)), &aborted_);
+  rc = recvAll(fd, &hello, sizeof(hello), std::min(deadline, deadlineIn(5.0)), abort_, lostFlag(waitingFor));
   if (rc != ncclSuccess || hello.secret != secret_ || hello.kind != wire::kHelloPeer || hello.rank < 0 ||
       hello.rank >= nRanks() || recvFd_[hello.rank] >= 0) {
     BRAID_WARN("bootstrap (rank %d): dropped an incoming connection that did not present this communicator's "
@@ -145,7 +148,7 @@ ncclResult_t TcpBootstrap::recvLocked(int peer, uint32_t tag, void* data, size_t
   while (recvFd_[peer] < 0) BRAID_CHECK(acceptOne(deadline, peer));
   for (;;) {
     wire::MessageHeader header{};
-    ncclResult_t rc = recvAll(recvFd_[peer], &header, sizeof(header), deadline, &aborted_);
+    ncclResult_t rc = recvAll(recvFd_[peer], &header, sizeof(header), deadline, abort_, lostFlag(peer));
     if (rc != ncclSuccess) return explain(rc, "receiving from", peer);
     if (header.tag == tag) {
       if (header.size != size)
@@ -153,11 +156,12 @@ ncclResult_t TcpBootstrap::recvLocked(int peer, uint32_t tag, void* data, size_t
                     "bootstrap (rank %d): rank %d sent %llu bytes for tag %u, expected %zu: the ranks disagree on "
                     "the sequence of setup calls.",
                     rank_, peer, static_cast<unsigned long long>(header.size), tag, size);
-      return explain(size ? recvAll(recvFd_[peer], data, size, deadline, &aborted_) : ncclSuccess, "receiving from",
+      return explain(size ? recvAll(recvFd_[peer], data, size, deadline, abort_, lostFlag(peer)) : ncclSuccess,
+                     "receiving from",
                      peer);
     }
     std::vector<char> msg(header.size);
-    rc = recvAll(recvFd_[peer], msg.data(), msg.size(), deadline, &aborted_);
+    rc = recvAll(recvFd_[peer], msg.data(), msg.size(), deadline, abort_, lostFlag(peer));
     if (rc != ncclSuccess) return explain(rc, "receiving from", peer);
     unexpected_[{peer, header.tag}].push_back(std::move(msg));
   }

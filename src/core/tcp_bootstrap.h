@@ -37,7 +37,13 @@ class TcpBootstrap final : public Bootstrap {
   ncclResult_t send(int peer, uint32_t tag, const void* data, size_t size) override;
   ncclResult_t recv(int peer, uint32_t tag, void* data, size_t size) override;
   ncclResult_t barrier() override;
-  void abort() override { aborted_.store(true); }
+  // Every wait then ends when `abortFlag` is set (the communicator's: ncclCommAbort from any
+  // thread), and a wait for rank r when lostFlags[r] is set (the liveness monitor's). Called
+  // once, before other threads can use the bootstrap; both outlive it.
+  void watch(const std::atomic<bool>* abortFlag, const std::atomic<bool>* lostFlags) {
+    abort_ = abortFlag;
+    lost_ = lostFlags;
+  }
 
   // Ring all-gather among `members` only (sorted ranks that include this one).
   ncclResult_t allGatherAmong(const std::vector<int>& members, void* data, size_t bytesPerRank);
@@ -56,7 +62,10 @@ class TcpBootstrap final : public Bootstrap {
   uint64_t secret_;
   int listenFd_;
   double timeout_;
-  std::atomic<bool> aborted_{false};
+  std::atomic<bool> neverAborted_{false};
+  const std::atomic<bool>* abort_ = &neverAborted_;
+  const std::atomic<bool>* lost_ = nullptr;
+  const std::atomic<bool>* lostFlag(int peer) const { return lost_ ? &lost_[peer] : nullptr; }
   std::mutex mutex_;
   std::vector<int> sendFd_, recvFd_;
   std::map<std::pair<int, uint32_t>, std::deque<std::vector<char>>> unexpected_;

@@ -1,14 +1,15 @@
 #include "host/engine.h"
 
 #include <sched.h>
-#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "core/comm.h"
 #include "core/env.h"
@@ -133,16 +134,39 @@ ncclResult_t connect(std::vector<LaneProgram>& programs) {
   return ncclSuccess;
 }
 
-// A same-host peer process that no longer exists.
-int deadPeer(const LaneState& st) {
+// Why a stalled lane cannot go on, or ncclSuccess: its communicator was aborted or failed (a
+// peer died, another rank found a mismatch), or a rank it waits for has left. A rank that left
+// may have posted what this lane waits for just before its goodbye: the first time a departure
+// is seen (`departureSeen` false) the run gets one more pass over its lanes before it fails.
+ncclResult_t stallVerdict(const LaneState& st, bool* departureSeen) {
   const auto& [ctx, s] = st.program->steps[st.step];
   ncclComm* comm = st.program->comm;
-  for (int peer : {s->recvPeer, s->sendPeer}) {
-    if (peer < 0) continue;
-    const PeerInfo& p = comm->peers[peer];
-    if (p.hostHash == comm->peers[comm->rank].hostHash && kill(p.pid, 0) != 0 && errno == ESRCH) return peer;
+  if (comm->abortFlag.load())
+    return fail(ncclInvalidUsage, "%s (rank %d): interrupted by ncclCommAbort (or ncclCommDestroy from another "
+                "thread).", ctx->caller, comm->rank);
+  if (comm->state.load() == ncclComm::State::Failed) {
+    ncclResult_t rc = comm->asyncError.load();
+    return fail(rc == ncclSuccess || rc == ncclInProgress ? ncclRemoteError : rc, "%s (rank %d): %s", ctx->caller,
+                comm->rank, commFailureText(comm).c_str());
   }
-  return -1;
+  for (int peer : {s->recvPeer, s->sendPeer})
+    if (peer >= 0 && comm->liveness && comm->liveness->lost(peer) && std::exchange(*departureSeen, true))
+      return fail(ncclRemoteError, "%s (rank %d): rank %d %s while this rank waited for %s.", ctx->caller, comm->rank,
+                  peer, comm->liveness->lossReason(peer).c_str(), describeWait(st).c_str());
+  return ncclSuccess;
+}
+
+// Tells each communicator's call state which ranks its stalled lanes wait for (hang reports).
+void publishWaits(const std::vector<LaneState>& lanes) {
+  std::map<ncclComm*, std::vector<int>> waits;
+  for (const LaneState& st : lanes) {
+    if (st.finished) continue;
+    const algo::Step* s = st.program->steps[st.step].second;
+    std::vector<int>& w = waits[st.program->comm];
+    for (int peer : {s->recvPeer, s->sendPeer})
+      if (peer >= 0 && std::find(w.begin(), w.end(), peer) == w.end()) w.push_back(peer);
+  }
+  for (auto& [comm, w] : waits) comm->calls.setWaitingFor(w.data(), static_cast<int>(w.size()));
 }
 
 }  // namespace
@@ -154,19 +178,24 @@ ncclResult_t runPrograms(std::vector<LaneProgram>& programs) {
   static const double timeout = env::getDouble("BRAID_COLL_TIMEOUT", 600.0);  // read once: per call is costly
   auto lastProgress = Clock::now();
   uint64_t idle = 0;
+  bool departureSeen = false;
   for (;;) {
     bool allDone = true;
     int progress = 0;
     ncclResult_t error = ncclSuccess;
     for (auto& st : lanes) {
       if (st.finished) continue;
-      progress += advance(st, &error);
+      int moved = advance(st, &error);
       if (error != ncclSuccess) return error;
+      if (moved) st.program->comm->calls.noteProgress();
+      progress += moved;
+      if (st.finished && st.program->onFinish) BRAID_CHECK(st.program->onFinish());
       if (!st.finished) allDone = false;
     }
     if (allDone) return ncclSuccess;
     if (progress) {
       idle = 0;
+      departureSeen = false;
       continue;
     }
     if (idle++ == 0) lastProgress = Clock::now();  // a stall starts
@@ -177,17 +206,9 @@ ncclResult_t runPrograms(std::vector<LaneProgram>& programs) {
     if ((idle & 255) != 0) continue;
     auto now = Clock::now();
     if (idle < 2000 && now - lastProgress < std::chrono::milliseconds(100)) continue;
-    for (auto& st : lanes) {
-      if (st.finished) continue;
-      ncclComm* comm = st.program->comm;
-      if (comm->abortFlag.load())
-        return fail(ncclInvalidUsage, "rank %d: %s interrupted by ncclCommAbort", comm->rank,
-                    st.program->steps[st.step].first->caller);
-      if (int dead = deadPeer(st); dead >= 0)
-        return fail(ncclRemoteError, "%s (rank %d): rank %d (pid %d) has died while this rank waited for %s.",
-                    st.program->steps[st.step].first->caller, comm->rank, dead, comm->peers[dead].pid,
-                    describeWait(st).c_str());
-    }
+    for (auto& st : lanes)
+      if (!st.finished) BRAID_CHECK(stallVerdict(st, &departureSeen));
+    publishWaits(lanes);
     if (timeout > 0 && std::chrono::duration<double>(now - lastProgress).count() > timeout) {
       for (auto& st : lanes) {
         if (st.finished) continue;

@@ -2,6 +2,7 @@
 // of every communicator in a group, so ranks that share a thread never wait on each other.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "algo/schedule.h"
@@ -29,10 +30,15 @@ struct LaneProgram {
   ncclComm* comm = nullptr;
   int channel = 0;
   std::vector<std::pair<const OpContext*, const algo::Step*>> steps;
+  // Runs when the lane's last step is done; an error ends the whole run at once (the call
+  // check: a mismatch must not wait for data lanes that may never finish).
+  std::function<ncclResult_t()> onFinish;
 };
 
 // Connects what the programs need (in phases across communicators), then runs them all to
-// completion. On failure the error names the rank, the call and the peer it waited for.
+// completion. On failure the error names the rank, the call and the peer it waited for. A
+// stalled run ends when its communicator fails (a dead peer, a mismatch seen by another rank),
+// when a rank it waits for has left, or at ncclCommAbort.
 ncclResult_t runPrograms(std::vector<LaneProgram>& programs);
 
 }  // namespace braid::host

@@ -90,7 +90,6 @@ class ThreadBootstrap : public Bootstrap {
     hub_.barrier();
     return ncclSuccess;
   }
-  void abort() override {}
 
  private:
   ThreadBootstrapHub& hub_;

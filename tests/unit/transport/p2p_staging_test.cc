@@ -123,7 +123,6 @@ class LoneBootstrap : public Bootstrap {
   ncclResult_t send(int, uint32_t, const void*, size_t) override { return ncclInternalError; }
   ncclResult_t recv(int, uint32_t, void*, size_t) override { return ncclInternalError; }
   ncclResult_t barrier() override { return ncclSuccess; }
-  void abort() override {}
 };
 
 // Names in /dev/shm that this process's staged regions would have.

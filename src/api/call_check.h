@@ -1,0 +1,50 @@
+// Every rank checks that it called the same collectives as the others, so that a mismatch
+// (another root, count, type, op or collective on one rank) is an error on every rank, never
+// wrong data with success.
+//
+// Each rank sends what its group's collectives on a communicator are (CheckMessage) to its
+// successor in rank order and compares what its predecessor sent: if any two ranks differ,
+// some rank's predecessor differs from it. That rank fails its call with ncclInvalidUsage
+// naming both sides, and its liveness monitor floods the news so that every other rank's call
+// fails too (stalled host calls at their next stall check, kernels at the abort word).
+//
+// Host memory: always, as a lane of its own beside the data lanes (no extra hop in series; the
+// call cannot return before the check is done). Device memory: with BRAID_CHECK_CALLS=1, on
+// the host before the kernels are enqueued (the enqueue then waits for the other ranks).
+// Send/recv are not ring-checked (ranks legitimately differ); the receiver checks every slot.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "api/task.h"
+#include "core/call_state.h"
+#include "host/engine.h"
+
+namespace braid::api {
+
+// A task as the fault machinery describes it (seq is filled by CallState::begin).
+CallDesc callDescOf(const Task& t);
+
+// BRAID_CHECK_CALLS (read once): check device-memory calls too.
+bool checkDeviceCalls();
+
+// The host connection channel of the check lanes (apart from collective and P2P channels).
+constexpr int kCheckChannel = 4096;
+
+// The check lanes of one run: keeps their messages and contexts alive while the engine runs.
+class CallCheck {
+ public:
+  CallCheck();
+  ~CallCheck();
+  // Adds the check of `descs` (one communicator's collectives of this group, numbered) to
+  // `programs`; nothing for a 1-rank communicator or when descs holds no collective.
+  void add(ncclComm* comm, std::span<const CallDesc> descs, std::vector<host::LaneProgram>* programs);
+
+ private:
+  struct Lane;
+  std::vector<std::unique_ptr<Lane>> lanes_;
+};
+
+}  // namespace braid::api
