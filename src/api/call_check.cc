@@ -149,7 +149,9 @@ void CallCheck::add(ncclComm* comm, std::span<const CallDesc> descs, std::vector
     if (c->liveness) c->liveness->announceMismatch(mineShown, lane->prev, theirsShown);
     return fail(ncclInvalidUsage, "%s (rank %d): %s", lane->ctx.caller, c->rank, text.c_str());
   };
-  programs->push_back(std::move(prog));
+  // First, so that each pass of the engine takes the check before the data: a mismatch is then
+  // named by the check (both calls) rather than by a data slot's signature (one call).
+  programs->insert(programs->begin(), std::move(prog));
 }
 
 }  // namespace braid::api

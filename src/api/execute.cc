@@ -21,9 +21,13 @@
 namespace braid::api {
 namespace {
 
-uint64_t signatureOf(const Task& t) {
+// What every FIFO slot of the call carries; the receiver compares it with its own. It holds
+// the collective's number too, so data of another call (a rank that skipped one) is refused
+// even where the arguments agree: whatever reached a rank came from ranks that made its call.
+uint64_t signatureOf(const Task& t, uint64_t seq) {
   uint64_t h = 1469598103934665603ull;
   auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  mix(seq);
   mix(static_cast<uint64_t>(t.coll));
   mix(t.count);
   mix(static_cast<uint64_t>(t.type));
@@ -43,13 +47,15 @@ struct HostRun {
   std::map<std::pair<ncclComm*, int>, size_t> collectiveProgram;  // (comm, channel) -> program index
 };
 
-ncclResult_t addCollective(HostRun& run, const Task& t) {
+ncclResult_t addCollective(HostRun& run, const Task& t, uint64_t seq) {
   ncclComm* comm = t.comm;
   host::OpContext& ctx = run.contexts.emplace_back();
   ctx.caller = t.caller;
+  ctx.desc = callDescOf(t);
+  ctx.desc.seq = seq;
   ctx.elemSize = sizeOfType(t.type);
   ctx.reduces = algo::collReduces(t.coll);
-  ctx.signature = signatureOf(t);
+  ctx.signature = signatureOf(t, seq);
   ctx.bufs = {const_cast<char*>(static_cast<const char*>(t.sendbuff)), static_cast<char*>(t.recvbuff)};
   ctx.bufIsInput = {true, false};
   if (t.coll == algo::Coll::AlltoAll && t.sendbuff == t.recvbuff) {
@@ -81,8 +87,9 @@ void addP2p(HostRun& run, ncclComm* comm, const std::vector<const Task*>& tasks)
     ops.push_back({t.isSend, t.root, t.count});
     host::OpContext& ctx = run.contexts.emplace_back();
     ctx.caller = t.caller;
+    ctx.desc = callDescOf(t);
     ctx.elemSize = sizeOfType(t.type);
-    ctx.signature = signatureOf(t);
+    ctx.signature = signatureOf(t, 0);  // send/recv: matched by their order on each connection
     ctxOf.push_back(&ctx);
   }
   // Every op sees the whole buffer table: a send to oneself becomes a copy into another
@@ -114,20 +121,39 @@ void addP2p(HostRun& run, ncclComm* comm, const std::vector<const Task*>& tasks)
   }
 }
 
-// Numbers each communicator's calls of `tasks` (in order) and says they started.
-struct NumberedCalls {
-  std::vector<std::pair<ncclComm*, std::vector<CallDesc>>> byComm;
-};
-NumberedCalls beginCalls(std::span<const Task* const> tasks) {
-  NumberedCalls out;
-  for (const Task* t : tasks) {
-    auto it = std::find_if(out.byComm.begin(), out.byComm.end(), [&](auto& e) { return e.first == t->comm; });
-    if (it == out.byComm.end()) it = out.byComm.insert(out.byComm.end(), {t->comm, {}});
-    it->second.push_back(callDescOf(*t));
+// Each communicator's calls of a run, numbered in order (CallState::begin), and marked
+// complete when the run ends, however it ends.
+class NumberedCalls {
+ public:
+  explicit NumberedCalls(std::span<const Task* const> tasks) : seq_(tasks.size()) {
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      auto it = std::find_if(byComm_.begin(), byComm_.end(), [&](auto& e) { return e.comm == tasks[i]->comm; });
+      if (it == byComm_.end()) it = byComm_.insert(byComm_.end(), {tasks[i]->comm, {}, {}});
+      it->descs.push_back(callDescOf(*tasks[i]));
+      it->tasks.push_back(i);
+    }
+    for (Entry& e : byComm_) {
+      e.comm->calls.begin(e.descs.data(), e.descs.size());
+      for (size_t k = 0; k < e.tasks.size(); ++k) seq_[e.tasks[k]] = e.descs[k].seq;
+    }
   }
-  for (auto& [comm, descs] : out.byComm) comm->calls.begin(descs.data(), descs.size());
-  return out;
-}
+  ~NumberedCalls() {
+    for (Entry& e : byComm_) e.comm->calls.complete();
+  }
+  uint64_t seqOf(size_t task) const { return seq_[task]; }
+  void addChecks(CallCheck* check, std::vector<host::LaneProgram>* programs) const {
+    for (const Entry& e : byComm_) check->add(e.comm, e.descs, programs);
+  }
+
+ private:
+  struct Entry {
+    ncclComm* comm;
+    std::vector<CallDesc> descs;
+    std::vector<size_t> tasks;
+  };
+  std::vector<Entry> byComm_;
+  std::vector<uint64_t> seq_;
+};
 
 ncclResult_t runHostTasks(std::span<const Task* const> tasks) {
   // A host-memory call with a stream completes after the stream's earlier work.
@@ -138,29 +164,29 @@ ncclResult_t runHostTasks(std::span<const Task* const> tasks) {
                   t->caller, t->comm->rank, cudaGetErrorString(err));
     }
   for (const Task* t : tasks) t->comm->hostPlans->startRun();
+  NumberedCalls calls(tasks);
   HostRun run;
   run.contexts.reserve(tasks.size());
   run.plans.reserve(tasks.size());
   std::map<ncclComm*, std::vector<const Task*>> p2p;
   std::vector<ncclComm*> order;
-  for (const Task* t : tasks) {
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const Task* t = tasks[i];
     if (t->coll == algo::Coll::SendRecv) {
       if (!p2p.count(t->comm)) order.push_back(t->comm);
       p2p[t->comm].push_back(t);
     } else {
-      BRAID_CHECK(addCollective(run, *t));
+      BRAID_CHECK(addCollective(run, *t, calls.seqOf(i)));
     }
   }
   for (ncclComm* comm : order) addP2p(run, comm, p2p[comm]);
-  NumberedCalls calls = beginCalls(tasks);
   CallCheck check;
-  for (auto& [comm, descs] : calls.byComm) check.add(comm, descs, &run.programs);
+  calls.addChecks(&check, &run.programs);
   ncclResult_t rc = host::runPrograms(run.programs);
-  for (auto& [comm, descs] : calls.byComm) comm->calls.complete();
   if (rc != ncclSuccess) {
     // The peers' FIFOs may now hold half a collective: the communicator can only be aborted.
     std::string why = lastError();
-    for (const Task* t : tasks) markCommFailed(t->comm, rc, why.c_str());
+    for (const Task* t : tasks) markCommFailed(t->comm, rc, why.c_str(), /*cause=*/false);
   }
   return rc;
 }

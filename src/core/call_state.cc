@@ -51,6 +51,7 @@ bool sameCall(const CallDesc& a, const CallDesc& b) {
 
 std::string describeCall(const CallDesc& d) {
   CallKind kind = static_cast<CallKind>(d.kind);
+  if (kind >= CallKind::Count) return "a call this rank could not see (only its signature differed)";
   char buf[160];
   int n = 0;
   if (kind == CallKind::Send || kind == CallKind::Recv) {

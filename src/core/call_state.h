@@ -30,7 +30,7 @@ struct CallDesc {
   uint64_t count = 0;
   int32_t root = -1;     // root (rooted collectives) or peer (send/recv); -1 when none
   int32_t op = -1;       // ncclRedOp_t of reductions; -1 when none
-  uint8_t kind = 0;      // CallKind
+  uint8_t kind = 0;      // CallKind (Count: not known, e.g. the other side of a FIFO signature mismatch)
   uint8_t type = 0;      // ncclDataType_t
   uint8_t onDevice = 0;  // device buffers (GPU executor) or host buffers (CPU engine)
   uint8_t pad[5] = {};

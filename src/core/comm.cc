@@ -131,11 +131,12 @@ ncclResult_t beginTeardown(ncclComm* comm, bool abort, const char* caller, doubl
   return ncclSuccess;
 }
 
-void markCommFailed(ncclComm* comm, ncclResult_t result, const char* text) {
+void markCommFailed(ncclComm* comm, ncclResult_t result, const char* text, bool cause) {
   {
     std::lock_guard<std::mutex> lock(comm->failureMutex);
-    if (!comm->failureText.empty()) return;  // the first failure is the one to report
+    if (!comm->failureText.empty() && (comm->failureIsCause || !cause)) return;
     comm->failureText = text;
+    comm->failureIsCause = cause;
   }
   comm->asyncError.store(result);
   comm->state.store(ncclComm::State::Failed);

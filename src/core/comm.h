@@ -66,6 +66,7 @@ struct ncclComm {
   // later calls and ncclGetLastError(comm) say it.
   std::mutex failureMutex;
   std::string failureText;
+  bool failureIsCause = false;
   std::unique_ptr<braid::Liveness> liveness;  // which peers are alive; hang reports
   braid::CallState calls;                     // numbered calls: started, completed, waiting for
 
@@ -114,9 +115,11 @@ class CommUse {
 // caller must then not free the communicator (it is leaked, never used after free).
 ncclResult_t beginTeardown(ncclComm* comm, bool abort, const char* caller, double waitSeconds, bool* drained);
 
-// Records the communicator's first failure (later ones keep the first text), makes it refuse
-// further collectives, and stops its kernels. From any thread; logs nothing (the caller does).
-void markCommFailed(ncclComm* comm, ncclResult_t result, const char* text);
+// Records the communicator's failure, makes it refuse further collectives, and stops its
+// kernels. The first cause is kept; a consequence (`cause` false: a peer's abort, a call that
+// failed on a closed connection) gives way to a cause found later (the death behind it).
+// From any thread; logs nothing (the caller does).
+void markCommFailed(ncclComm* comm, ncclResult_t result, const char* text, bool cause = true);
 // The failure's text ("" when the communicator has not failed).
 std::string commFailureText(ncclComm* comm);
 // Installs the GPU resources (under deviceMutex; a failure already known aborts them at once).

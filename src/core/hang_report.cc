@@ -10,6 +10,7 @@ namespace {
 // What a rank is doing, as far as the report groups ranks: in a call (which one) or idle
 // after one, or unknown.
 std::string position(const CallStatus& s) {
+  if (s.rank == kRankLeft) return "has left (destroyed its communicator)";
   if (s.rank < 0) return "did not answer (dead, or its process is stuck)";
   std::string where;
   if (s.inCall) where = "in " + describeCall(s.current);

@@ -9,6 +9,9 @@
 
 namespace braid {
 
+// A status whose rank is this: that rank has left (said goodbye); -1: it did not answer.
+constexpr int kRankLeft = -2;
+
 // `all[r]` is rank r's status; a status with rank == -1 means that rank did not answer.
 // `me` is the reporting rank, `stalledSeconds` how long its call has made no progress (0 when
 // the report was asked for on demand).

@@ -28,6 +28,7 @@ constexpr uint32_t kNoticeMagic = 0x4e4f5443;  // "NOTC"
 enum NoticeKind : uint32_t { kLost = 1, kMismatch = 2, kHang = 3 };
 // Why a rank is gone, in a kLost notice.
 enum LossReason : uint32_t { kDestroyed = 1, kAborted = 2, kDied = 3 };
+static_assert(Liveness::kDestroyed == kDestroyed && Liveness::kAborted == kAborted && Liveness::kDied == kDied);
 
 constexpr int kPollMs = 100;                 // the monitor's tick: hang checks, signals, deadlines
 constexpr double kHelloSeconds = 0.5;        // a connection must say who it is this fast
@@ -201,8 +202,7 @@ ncclResult_t Liveness::start(ncclComm* comm) {
     }
     if (fd >= 0) close(fd);
     if (rc == ncclRemoteError || rc == ncclInProgress) {
-      peerLost(peer, PeerState::Dead, rc == ncclRemoteError ? "died during init (its listener is closed)"
-                                                             : "did not answer during init",
+      peerLost(peer, kDied, rc == ncclRemoteError ? "died during init (its listener is closed)" : "did not answer during init",
                true);
       gone = peer;
       continue;
@@ -237,7 +237,7 @@ void Liveness::stop(bool aborting) {
   }
   if (thread_.joinable()) {
     aborting_ = aborting;
-    stopping_.store(true);
+    stopping_.store(true);  // the thread takes what has arrived (a death behind this abort) first
     char c = 's';
     (void)!write(wake_[1], &c, 1);
     thread_.join();
@@ -308,25 +308,29 @@ void Liveness::farewellAtExit() {
   sendToAll(n, -1);
 }
 
-void Liveness::peerLost(int rank, PeerState how, const std::string& reason, bool tell) {
-  uint8_t expected = 0;
-  if (!state_[rank].compare_exchange_strong(expected, static_cast<uint8_t>(how))) return;  // known already
-  lostFlags_[rank].store(true, std::memory_order_release);
+void Liveness::peerLost(int rank, uint32_t why, const std::string& reason, bool tell) {
+  PeerState how = why == kDestroyed ? PeerState::Departed : PeerState::Dead;
+  if (state(rank) != PeerState::Alive) return;  // known already (only this thread changes it)
   {
     std::lock_guard<std::mutex> lock(reasonMutex_);
     reasons_[rank] = reason;
   }
-  if (how == PeerState::Departed) {
-    int none = -1;
-    firstDeparted_.compare_exchange_strong(none, rank);
-    BRAID_INFO(kInit, "rank %d: rank %d %s", rank_, rank, reason.c_str());
-  } else if (comm_) {
+  if (how == PeerState::Dead && comm_) {
+    // The failure first: whoever sees the rank lost then sees why the communicator failed.
     char text[512];
     std::snprintf(text, sizeof(text), "rank %d (pid %d) %s. This communicator (rank %d of %d) cannot complete "
                   "collectives any more. Fix: abort it (ncclCommAbort), or drop the rank with ncclCommShrink.",
                   rank, comm_->peers[rank].pid, reason.c_str(), rank_, n_);
     BRAID_WARN("%s", text);
-    markCommFailed(comm_, ncclRemoteError, text);
+    // A peer's abort is usually a consequence (of a death it saw first, say).
+    markCommFailed(comm_, ncclRemoteError, text, why == kDied);
+  }
+  state_[rank].store(static_cast<uint8_t>(how), std::memory_order_release);
+  lostFlags_[rank].store(true, std::memory_order_release);
+  if (how == PeerState::Departed) {
+    int none = -1;
+    firstDeparted_.compare_exchange_strong(none, rank);
+    BRAID_INFO(kInit, "rank %d: rank %d %s", rank_, rank, reason.c_str());
   }
   if (tell) {
     Notice n;
@@ -334,7 +338,7 @@ void Liveness::peerLost(int rank, PeerState how, const std::string& reason, bool
     n.kind = kLost;
     n.subject = rank;
     n.origin = rank_;
-    n.reason = how == PeerState::Departed ? kDestroyed : reason.find("ncclCommAbort") != std::string::npos ? kAborted : kDied;
+    n.reason = why;
     std::lock_guard<std::mutex> lock(queueMutex_);
     queue_.push_back(n);
   }
@@ -350,9 +354,8 @@ void Liveness::handleNotice(int from, const Notice& n) {
       if (n.reason != kDestroyed && n.reason != kAborted && n.reason != kDied) break;
       std::string why = reasonText(n.reason);
       if (n.origin != n.subject) why += " (seen by rank " + std::to_string(n.origin) + ")";
-      PeerState how = n.reason == kDestroyed ? PeerState::Departed : PeerState::Dead;
       if (n.subject == rank_) break;  // news of ourselves: a peer's mistake
-      peerLost(n.subject, how, why, true);
+      peerLost(n.subject, n.reason, why, true);
       break;
     }
     case kMismatch: {
@@ -371,7 +374,7 @@ void Liveness::handleNotice(int from, const Notice& n) {
       if (n.epoch <= seenEpoch_[n.origin]) break;
       seenEpoch_[n.origin] = n.epoch;
       sendToAll(n, from);
-      startReport("asked by a stalled rank", false);
+      startReport("asked by a stalled rank");
       break;
     }
     default:
@@ -387,7 +390,7 @@ void Liveness::readNotice(int peer) {
     return;
   }
   closeFd(in_[peer]);
-  if (state(peer) == PeerState::Alive) peerLost(peer, PeerState::Dead, "died (its connection closed)", true);
+  if (state(peer) == PeerState::Alive) peerLost(peer, kDied, "died (its connection closed)", true);
 }
 
 void Liveness::acceptPending() {
@@ -490,7 +493,7 @@ void Liveness::pollOnce(int timeoutMs) {
     if (out_[peer] < 0 && in_[peer] < 0 && state(peer) == PeerState::Alive &&
         outClosedAt_[peer] != Clock::time_point{} &&
         now - outClosedAt_[peer] > std::chrono::milliseconds(int(kGoodbyeGraceSeconds * 1000)))
-      peerLost(peer, PeerState::Dead, "died (its connection closed)", true);
+      peerLost(peer, kDied, "died (its connection closed)", true);
 }
 
 void Liveness::run() {
@@ -509,9 +512,12 @@ void Liveness::run() {
       uint32_t signals = gReportSignals.load(std::memory_order_relaxed);
       if (signals != seenSignals_) {
         seenSignals_ = signals;
-        startReport("asked by SIGUSR1", false);
+        startReport("asked by SIGUSR1");
       }
     }
+    // Stopping: news that has already arrived (a death that made this rank abort, say) is
+    // passed on before the goodbye, so that the others learn the cause, not the consequence.
+    for (int i = 0; i < 4; ++i) pollOnce(0);  // an accepted connection, its hello, its end
     sendQueued();
   } catch (const std::exception& e) {
     BRAID_WARN("liveness (rank %d): the monitor thread stopped: %s", rank_, e.what());
@@ -553,19 +559,23 @@ void Liveness::checkHang() {
   n.epoch = ++myEpoch_;
   seenEpoch_[rank_] = n.epoch;
   sendToAll(n, -1);
-  startReport("stalled", true);
+  startReport("stalled");
 }
 
-void Liveness::startReport(const char* why, bool stalledHere) {
+void Liveness::startReport(const char* why) {
   if (reporting_.exchange(true)) return;  // one at a time
   if (reporter_.joinable()) reporter_.join();
-  double stalled = stalledHere ? std::chrono::duration<double>(Clock::now() - lastMove_).count() : 0.0;
+  // How long this rank's own call has stood still (also when another rank asked first).
+  double stalled = 0;
+  if (hangTimeout_ > 0 && comm_->calls.status(rank_).inCall)
+    stalled = std::chrono::duration<double>(Clock::now() - lastMove_).count();
+  if (stalled < 0.5) stalled = 0;
   std::vector<SocketAddress> addrs;
   for (const PeerInfo& p : comm_->peers) addrs.push_back(p.monitor);
-  std::vector<bool> dead(n_);
-  for (int r = 0; r < n_; ++r) dead[r] = state(r) == PeerState::Dead;
+  std::vector<PeerState> states(n_);
+  for (int r = 0; r < n_; ++r) states[r] = state(r);
   try {
-    reporter_ = std::thread([this, why, stalled, addrs, dead] {
+    reporter_ = std::thread([this, why, stalled, addrs, states] {
       std::vector<CallStatus> all(n_);
       for (int r = 0; r < n_; ++r) {
         if (r == rank_) {
@@ -573,8 +583,8 @@ void Liveness::startReport(const char* why, bool stalledHere) {
           all[r].failed = comm_->state.load() == ncclComm::State::Failed;
           continue;
         }
-        all[r].rank = -1;
-        if (dead[r]) continue;
+        all[r].rank = states[r] == PeerState::Departed ? kRankLeft : -1;
+        if (states[r] != PeerState::Alive) continue;
         int fd = -1;
         Deadline deadline = deadlineIn(kQuerySeconds);
         wire::Hello hello{secret_, kHelloQuery, rank_};

@@ -89,12 +89,17 @@ class Liveness {
   void servePending(size_t index);
   void readNotice(int peer);
   void handleNotice(int from, const Notice& n);
-  void peerLost(int rank, PeerState how, const std::string& reason, bool tell);
+  // Why a rank is gone (the wire's values): it said goodbye, it aborted, or it died.
+ public:
+  static constexpr uint32_t kDestroyed = 1, kAborted = 2, kDied = 3;
+
+ private:
+  void peerLost(int rank, uint32_t why, const std::string& reason, bool tell);
   void queue(const Notice& n);
   void sendQueued();
   void sendToAll(const Notice& n, int except);
   void checkHang();
-  void startReport(const char* why, bool tellOthers);
+  void startReport(const char* why);
   void closeAll();
 
   ncclComm* comm_ = nullptr;

@@ -74,12 +74,16 @@ int advance(LaneState& st, ncclResult_t* error) {
     if (rctl) {
       const SlotHeader& h = rctl->headers[rc->consumed % kFifoSlots];
       if (h.bytes != bytes || h.signature != ctx.signature) {
-        *error = fail(ncclInvalidUsage,
-                      "%s (rank %d): rank %d sent %llu bytes of a different operation where this rank expected %zu "
-                      "bytes of its own: the ranks called mismatched collectives (different order, count, type, op "
-                      "or root), or a send has no matching recv. Fix: issue the same collectives with the same "
-                      "arguments on every rank.",
-                      ctx.caller, comm->rank, s.recvPeer, static_cast<unsigned long long>(h.bytes), bytes);
+        std::string text = "rank " + std::to_string(comm->rank) + " in " + describeCall(ctx.desc) + " received from rank " +
+                           std::to_string(s.recvPeer) + " " + std::to_string(h.bytes) + " bytes of a different call (" +
+                           std::to_string(bytes) + " expected): the ranks called mismatched collectives (a different "
+                           "order, count, type, op or root), or a send has no matching recv. Fix: issue the same calls "
+                           "with the same arguments on every rank.";
+        markCommFailed(comm, ncclInvalidUsage, text.c_str());
+        CallDesc unknown;  // the sender's call: only its signature is known here
+        unknown.kind = static_cast<uint8_t>(CallKind::Count);
+        if (comm->liveness) comm->liveness->announceMismatch(ctx.desc, s.recvPeer, unknown);
+        *error = fail(ncclInvalidUsage, "%s (rank %d): %s", ctx.caller, comm->rank, text.c_str());
         return slices;
       }
       recvPtr = FifoLayout::slot(rc->base, rc->consumed);
@@ -135,24 +139,28 @@ ncclResult_t connect(std::vector<LaneProgram>& programs) {
 }
 
 // Why a stalled lane cannot go on, or ncclSuccess: its communicator was aborted or failed (a
-// peer died, another rank found a mismatch), or a rank it waits for has left. A rank that left
-// may have posted what this lane waits for just before its goodbye: the first time a departure
-// is seen (`departureSeen` false) the run gets one more pass over its lanes before it fails.
+// peer died, another rank found a mismatch), or a rank it waits for has left. The first time a
+// lost peer is seen (`departureSeen` false) the run gets one more pass over its lanes.
 ncclResult_t stallVerdict(const LaneState& st, bool* departureSeen) {
   const auto& [ctx, s] = st.program->steps[st.step];
   ncclComm* comm = st.program->comm;
   if (comm->abortFlag.load())
     return fail(ncclInvalidUsage, "%s (rank %d): interrupted by ncclCommAbort (or ncclCommDestroy from another "
                 "thread).", ctx->caller, comm->rank);
+  int lostPeer = -1;
+  for (int peer : {s->recvPeer, s->sendPeer})
+    if (peer >= 0 && comm->liveness && comm->liveness->lost(peer)) lostPeer = peer;
+  // A peer that left may have posted what this lane waits for just before its goodbye, and a
+  // peer's abort is often the echo of a death whose news is still on its way: one more pass.
+  if (lostPeer >= 0 && !std::exchange(*departureSeen, true)) return ncclSuccess;
   if (comm->state.load() == ncclComm::State::Failed) {
     ncclResult_t rc = comm->asyncError.load();
     return fail(rc == ncclSuccess || rc == ncclInProgress ? ncclRemoteError : rc, "%s (rank %d): %s", ctx->caller,
                 comm->rank, commFailureText(comm).c_str());
   }
-  for (int peer : {s->recvPeer, s->sendPeer})
-    if (peer >= 0 && comm->liveness && comm->liveness->lost(peer) && std::exchange(*departureSeen, true))
-      return fail(ncclRemoteError, "%s (rank %d): rank %d %s while this rank waited for %s.", ctx->caller, comm->rank,
-                  peer, comm->liveness->lossReason(peer).c_str(), describeWait(st).c_str());
+  if (lostPeer >= 0)
+    return fail(ncclRemoteError, "%s (rank %d): rank %d %s while this rank waited for %s.", ctx->caller, comm->rank,
+                lostPeer, comm->liveness->lossReason(lostPeer).c_str(), describeWait(st).c_str());
   return ncclSuccess;
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "algo/schedule.h"
+#include "core/call_state.h"
 #include "host/reduce.h"
 #include "nccl.h"
 
@@ -16,6 +17,7 @@ namespace braid::host {
 // One collective (or the P2P ops of a group) as the engine sees it.
 struct OpContext {
   const char* caller = "";
+  CallDesc desc;                // the call, numbered (error messages, the mismatch flood)
   HostOp op;
   bool reduces = false;         // apply op/pre/post; otherwise steps only move data
   size_t elemSize = 1;

@@ -43,70 +43,18 @@
 #include "nccl.h"
 #include "tests/common/rank_env.h"
 #include "tests/common/reference.h"
+#include "tests/mp/rank_util.h"
 
 using namespace braid;
+using namespace braid::mptest;
 
 namespace {
-
-// This rank (per thread in threads mode); the rank count and the id are the same for all.
-thread_local int gRank = 0;
-int gN = 1;
-ncclUniqueId gId;
-bool gThreads = false;  // --threads: ranks are threads of this process
-
-// Prints one line (fmt ends with a newline), prefixed "[rank r] " in threads mode. One stdio
-// call per line, so lines of different threads do not mix.
-__attribute__((format(printf, 1, 2))) void say(const char* fmt, ...) {
-  std::string line = gThreads ? "[rank " + std::to_string(gRank) + "] " : "";
-  size_t at = line.size();
-  va_list ap, again;
-  va_start(ap, fmt);
-  va_copy(again, ap);
-  int n = std::vsnprintf(nullptr, 0, fmt, ap);
-  va_end(ap);
-  if (n > 0) {
-    line.resize(at + n + 1);
-    std::vsnprintf(line.data() + at, n + 1, fmt, again);
-    line.resize(at + n);
-  }
-  va_end(again);
-  std::fputs(line.c_str(), stdout);
-}
-
-// A check that failed: the rank stops. A process exits 1; a thread unwinds to its start in
-// runThreads, which records the failure and leaves the barrier (its peers may then fail or hang; main()
-// ends the process if they do not finish soon after).
-struct RankFailed {};
-thread_local bool gFailed = false;
-[[noreturn]] void failRank() {
-  if (!gThreads) std::exit(1);
-  gFailed = true;
-  throw RankFailed{};
-}
 
 // Threads mode: all ranks meet here (a no-op for a process).
 std::barrier<>* gBarrier = nullptr;
 void meet() {
   if (gBarrier) gBarrier->arrive_and_wait();
 }
-
-#define EXPECT_OK(call)                                                                              \
-  do {                                                                                               \
-    ncclResult_t r_ = (call);                                                                        \
-    if (r_ != ncclSuccess) {                                                                         \
-      say("FAIL %s:%d %s -> %d %s | %s\n", __FILE__, __LINE__, #call, r_, ncclGetErrorString(r_),   \
-          ncclGetLastError(nullptr));                                                                \
-      failRank();                                                                                    \
-    }                                                                                                \
-  } while (0)
-
-#define EXPECT_TRUE(cond)                                                         \
-  do {                                                                            \
-    if (!(cond)) {                                                                \
-      say("FAIL %s:%d %s\n", __FILE__, __LINE__, #cond);                          \
-      failRank();                                                                 \
-    }                                                                             \
-  } while (0)
 
 // ---- GPU memory through the CUDA driver API, loaded at run time ----------------------------
 // The primary context of the chosen device is made current, so braid (which uses the runtime

@@ -1,0 +1,161 @@
+// Fault tests: real rank processes (tests/mp/faults_rank.cc) through the launcher. An abort
+// from another thread at each blocking point, a rank killed while the others run collectives
+// (reaped and unreaped), hang reports, and every class of mismatched call.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "nccl.h"
+#include "tests/common/rank_env.h"
+#include "tests/launcher/launcher.h"
+
+namespace {
+
+using braid::test::RankResult;
+
+std::vector<RankResult> run(int n, std::vector<std::string> args, double timeout = 120,
+                            std::vector<std::pair<std::string, std::string>> env = {}) {
+  ncclUniqueId id;
+  EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  braid::test::LaunchSpec spec;
+  spec.nRanks = n;
+  spec.argv = {FAULTS_RANK_PATH};
+  for (auto& a : args) spec.argv.push_back(a);
+  spec.env = std::move(env);
+  spec.uniqueIdHex = braid::test::uniqueIdToHex(id);
+  spec.timeoutSeconds = timeout;
+  return braid::test::runRanks(spec);
+}
+
+void expectAllOk(const std::vector<RankResult>& results) {
+  for (const auto& r : results) {
+    EXPECT_TRUE(braid::test::succeeded(r)) << "rank " << r.rank << " " << braid::test::describeEnd(r) << "\n" << r.output;
+    EXPECT_NE(r.output.find("OK"), std::string::npos) << "rank " << r.rank << ":\n" << r.output;
+  }
+}
+
+// The number after `key` on the first line that has it, or -1.
+long long numberAfter(const std::string& text, const std::string& key) {
+  size_t at = text.find(key);
+  return at == std::string::npos ? -1 : std::atoll(text.c_str() + at + key.size());
+}
+
+// ---- abort from another thread ------------------------------------------------------------
+
+class AbortPoint : public ::testing::TestWithParam<const char*> {};
+TEST_P(AbortPoint, HundredRoundsAsProcesses) {
+  auto results = run(2, {"abort-thread", GetParam(), "100"}, 300);
+  expectAllOk(results);
+  std::printf("%s", results[0].output.c_str());
+}
+INSTANTIATE_TEST_SUITE_P(Faults, AbortPoint, ::testing::Values("init", "connect", "collective", "group"));
+
+TEST(FaultsAbort, HundredRoundsAsThreads) {
+  auto results = run(1, {"abort-thread-local", "100"}, 300);
+  expectAllOk(results);
+  std::printf("%s", results[0].output.c_str());
+}
+
+// ---- a rank dies --------------------------------------------------------------------------
+
+// Every survivor fails with ncclRemoteError naming the victim within 5 s of its death.
+void expectDeathKnown(const std::vector<RankResult>& results, int victim, const char* what) {
+  long long death = -1;
+  for (const auto& r : results)
+    if (long long t = numberAfter(r.output, "DEATH "); t > 0) death = t;
+  ASSERT_GT(death, 0) << what << ": the victim did not die\n" << results[victim].output;
+  double worst = 0;
+  for (const auto& r : results) {
+    if (r.rank == victim) continue;
+    EXPECT_TRUE(braid::test::succeeded(r)) << what << " rank " << r.rank << " " << braid::test::describeEnd(r) << "\n"
+                                           << r.output;
+    long long learned = numberAfter(r.output, "LEARNED ");
+    ASSERT_GT(learned, 0) << what << " rank " << r.rank << " never learned:\n" << r.output;
+    double secs = (learned - death) / 1e9;
+    worst = std::max(worst, secs);
+    EXPECT_LT(secs, 5.0) << what << " rank " << r.rank << ":\n" << r.output;
+    EXPECT_NE(r.output.find("rank " + std::to_string(victim)), std::string::npos)
+        << what << " rank " << r.rank << " does not name the dead rank:\n" << r.output;
+  }
+  std::printf("%s: every survivor knew within %.3f s\n", what, worst);
+}
+
+TEST(FaultsDeath, RankKilledInEveryCollective) {
+  const char* colls[] = {"allreduce", "allgather", "reducescatter", "broadcast", "reduce",
+                         "alltoall",  "gather",    "scatter",       "sendrecv"};
+  std::mt19937 rng(7);
+  int i = 0;
+  for (const char* coll : colls) {
+    int n = (i++ % 2) ? 8 : 4;
+    int victim = static_cast<int>(rng() % n);
+    int delayUs = static_cast<int>(rng() % 20000);
+    std::string what = std::string(coll) + " " + std::to_string(n) + " ranks, rank " + std::to_string(victim) +
+                       " dies after " + std::to_string(delayUs) + " us";
+    expectDeathKnown(run(n, {"die", coll, std::to_string(victim), std::to_string(delayUs)}, 60), victim, what.c_str());
+  }
+}
+
+TEST(FaultsDeath, UnreapedChildIsKnownDead) {
+  for (int n : {4, 8}) {
+    std::string what = std::to_string(n) + " ranks, rank 2 dies unreaped";
+    expectDeathKnown(run(n, {"die", "allreduce", "2", "3000", "unreaped"}, 60), 2, what.c_str());
+  }
+}
+
+TEST(FaultsDeath, DeathBeforeTheFirstCollective) {
+  expectDeathKnown(run(4, {"die", "allreduce", "3", "0"}, 60), 3, "death before the first collective");
+}
+
+// ---- hang reports -------------------------------------------------------------------------
+
+TEST(FaultsHang, ReportNamesWhoWaitsAndWhereTheOthersAre) {
+  // Rank 1 is 3.5 s late for #2 (a broadcast from rank 0): ranks 2 and 3 wait for its data.
+  auto results = run(4, {"hang"}, 60, {{"BRAID_HANG_TIMEOUT", "1"}});
+  expectAllOk(results);
+  for (int r = 2; r < 4; ++r) {
+    const std::string& out = results[r].output;
+    // Its own stall, or the first stalled rank's news, starts its report: either says how long.
+    EXPECT_NE(out.find("hang report (rank " + std::to_string(r) + ", no progress for"), std::string::npos) << out;
+    EXPECT_NE(out.find("this rank waits in #2 ncclBroadcast count 1024 float root 0 (host memory) for rank(s) " +
+                       std::to_string(r - 1)), std::string::npos) << out;
+    EXPECT_NE(out.find("ranks 2-3 in #2 ncclBroadcast"), std::string::npos) << out;
+    EXPECT_NE(out.find("rank 1 idle after #1 ncclAllReduce"), std::string::npos) << out;
+  }
+  // The late rank is told too, and says where it stands.
+  EXPECT_NE(results[1].output.find("hang report (rank 1): this rank is idle after #1 ncclAllReduce"), std::string::npos)
+      << results[1].output;
+}
+
+TEST(FaultsHang, ReportOnSigusr1) {
+  auto results = run(3, {"report-signal"}, 60);
+  expectAllOk(results);
+  EXPECT_NE(results[0].output.find("hang report (rank 0): "), std::string::npos) << results[0].output;
+  EXPECT_NE(results[0].output.find("asked by SIGUSR1"), std::string::npos) << results[0].output;
+}
+
+// ---- mismatched calls ---------------------------------------------------------------------
+
+class Mismatch : public ::testing::TestWithParam<const char*> {};
+TEST_P(Mismatch, EveryRankGetsInvalidUsageNamingBothSides) {
+  for (int n : {2, 4}) {
+    auto results = run(n, {"mismatch", GetParam()}, 60, {{"BRAID_COLL_TIMEOUT", "30"}});
+    expectAllOk(results);
+    bool p2p = std::string(GetParam()) == "p2p-count";
+    for (const auto& r : results) {
+      if (p2p && r.rank > 1) continue;
+      EXPECT_NE(r.output.find("RESULT rc=5 "), std::string::npos) << n << " ranks, rank " << r.rank << ":\n" << r.output;
+      EXPECT_NE(r.output.find("called"), std::string::npos) << r.output;
+      EXPECT_TRUE(r.output.find("while rank") != std::string::npos || r.output.find("received from rank") != std::string::npos)
+          << r.output;
+    }
+  }
+}
+INSTANTIATE_TEST_SUITE_P(Faults, Mismatch,
+                         ::testing::Values("bcast-root", "reduce-root", "coll", "count", "type", "op", "p2p-count"));
+
+}  // namespace
