@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <string_view>
+#include <iterator>
 
 #include "algo/tuner_table.h"
 
@@ -26,20 +26,34 @@ struct Pattern {
   bool ring = true;           // the ring's hops; otherwise every pair's
 };
 
-bool named(const Algorithm* a, std::string_view name) { return a && name == a->name; }
+// The registry's algorithms by name, looked up once (tune() runs on every call: no string
+// compares there).
+struct Known {
+  const Algorithm* ring;
+  const Algorithm* twoshot;
+  const Algorithm* considered[std::size(tuning::kConsidered)];
+};
+const Known& known() {
+  static const Known k = [] {
+    Known x{findAlgorithm("ring"), findAlgorithm("twoshot"), {}};
+    for (size_t i = 0; i < std::size(tuning::kConsidered); ++i) x.considered[i] = findAlgorithm(tuning::kConsidered[i].algorithm);
+    return x;
+  }();
+  return k;
+}
 
 Pattern patternOf(const Algorithm* a, Coll coll, int n) {
   const int m = n - 1;
   const uint64_t um = static_cast<uint64_t>(m), un = static_cast<uint64_t>(n);
   if (coll == Coll::SendRecv) return {1, 1, 1, false};
-  if (named(a, "ring")) {
+  if (a == known().ring) {
     // NCCL's ring model: all-reduce 2(n-1) steps of 1/n each; the others n-1 steps; broadcast and
     // reduce pipeline the whole buffer through n-1 hops.
     if (coll == Coll::AllReduce) return {2 * m, 2 * um, un, true};
     if (coll == Coll::Broadcast || coll == Coll::Reduce) return {m, 1, 1, true};
     return {m, um, un, true};
   }
-  if (named(a, "twoshot")) return {2 * m, 2 * um, un, false};  // n-1 rounds of each shot, 1/n per round
+  if (a == known().twoshot) return {2 * m, 2 * um, un, false};  // n-1 rounds of each shot, 1/n per round
   // direct (and, until it has its own line here, any newer algorithm): every peer at once. A
   // lane's rounds run one after another where a round's send follows the previous round's recv
   // (all-gather, reduce-scatter, all-to-all: n-1 hops); one-shot all-reduce sends everything
@@ -75,10 +89,13 @@ uint64_t bytesPerChannel(const TunerInput& in) {
 }
 
 bool considered(Coll coll, const Algorithm* a, int nRanks, uint64_t bytes) {
-  for (const tuning::Considered& c : tuning::kConsidered)
-    if (c.coll == coll && named(a, c.algorithm) && (c.onlyRanks == 0 || c.onlyRanks == nRanks) &&
+  const Known& k = known();
+  for (size_t i = 0; i < std::size(tuning::kConsidered); ++i) {
+    const tuning::Considered& c = tuning::kConsidered[i];
+    if (c.coll == coll && a && a == k.considered[i] && (c.onlyRanks == 0 || c.onlyRanks == nRanks) &&
         (c.maxBytes == 0 || bytes <= c.maxBytes))
       return true;
+  }
   return false;
 }
 
@@ -208,7 +225,8 @@ Candidates candidates(const TunerInput& in) {
   struct Pair {
     const Algorithm* algorithm;
     Protocol protocol;
-    bool user;  // NCCL_ALGO / NCCL_PROTO allow it
+    bool user;        // NCCL_ALGO / NCCL_PROTO allow it
+    bool considered;  // weighed by default (kConsidered)
   };
   Pair pairs[Candidates::kCapacity];
   int nPairs = 0;
@@ -220,6 +238,7 @@ Candidates candidates(const TunerInput& in) {
     const int bit = algorithmIndex(a);
     if (bit >= 0) supported |= AlgorithmSet{1} << bit;
     const LinkKind kind = patternOf(a, coll, n).ring ? in.ring.kind : in.mesh.kind;
+    const bool weighed = coll == Coll::SendRecv || considered(coll, a, n, in.bytes);
     for (Protocol p : kPreference) {
       if (!(executor & protocolBit(p))) continue;
       if (p == Protocol::LL128 && !ll128Allowed(kind)) {
@@ -229,7 +248,7 @@ Candidates candidates(const TunerInput& in) {
       runnable |= protocolBit(p);
       const bool user = (userProtos & protocolBit(p)) && (a == nullptr || (bit >= 0 && (userAlgos >> bit) & 1));
       anyUser = anyUser || user;
-      pairs[nPairs++] = {a, p, user};
+      pairs[nPairs++] = {a, p, user, weighed};
     }
   }
   std::string possible;
@@ -243,12 +262,10 @@ Candidates candidates(const TunerInput& in) {
   // collective; all of them when the user allowed none of those.
   auto allowed = [&](const Pair& pr) { return pr.user || !anyUser; };
   bool anyConsidered = false;
-  for (int i = 0; i < nPairs; ++i)
-    anyConsidered = anyConsidered || (allowed(pairs[i]) && (coll == Coll::SendRecv || considered(coll, pairs[i].algorithm, n, in.bytes)));
+  for (int i = 0; i < nPairs; ++i) anyConsidered = anyConsidered || (allowed(pairs[i]) && pairs[i].considered);
   for (int i = 0; i < nPairs; ++i) {
     const Pair& pr = pairs[i];
-    if (!allowed(pr)) continue;
-    if (anyConsidered && coll != Coll::SendRecv && !considered(coll, pr.algorithm, n, in.bytes)) continue;
+    if (!allowed(pr) || (anyConsidered && !pr.considered)) continue;
     out.items[out.size++] = choiceOf(in, pr.algorithm, pr.protocol);
   }
   if (out.size == 0) out.items[out.size++] = choiceOf(in, fallback, Protocol::Simple);  // no algorithm at all
