@@ -15,10 +15,7 @@ struct Algorithm {
 const std::vector<const Algorithm*>& algorithms();
 // nullptr when no algorithm has that name (case-insensitive).
 const Algorithm* findAlgorithm(const std::string& name);
-// The default algorithm for a collective (the tuner may pick another).
+// The default algorithm for a collective (the tuner, algo/tuner.h, may pick another).
 const Algorithm* defaultAlgorithm(Coll coll, int nRanks);
-// The GPU executor's choice for a collective of `bytes` (collectiveBytes): the default, or an
-// algorithm with fewer hops in a row where a call is short enough for latency to rule.
-const Algorithm* tunedAlgorithm(Coll coll, int nRanks, uint64_t bytes);
 
 }  // namespace braid::algo

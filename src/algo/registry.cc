@@ -52,16 +52,4 @@ const Algorithm* defaultAlgorithm(Coll coll, int nRanks) {
   return nullptr;
 }
 
-const Algorithm* tunedAlgorithm(Coll coll, int nRanks, uint64_t bytes) {
-  // A small all-reduce of 2 ranks: one hop (each sends its input to the other, then adds)
-  // instead of the ring's two in a row, each a FIFO handshake across the link. Both ranks
-  // still get the same bits, as a + b == b + a; with more ranks the orders would differ.
-  constexpr uint64_t kOneShotMaxBytes = 64 << 10;
-  if (coll == Coll::AllReduce && nRanks == 2 && bytes <= kOneShotMaxBytes) {
-    static const Algorithm* direct = findAlgorithm("direct");
-    return direct;
-  }
-  return defaultAlgorithm(coll, nRanks);
-}
-
 }  // namespace braid::algo

@@ -66,48 +66,18 @@ ncclResult_t GpuResources::create(ncclComm* comm, GpuResources** out) {
   res->errorHost_ = res->words_ + 1;
   res->abortDev_ = dev;
   res->errorDev_ = dev + 1;
-  // Ranks that share a GPU share its SMs: give each a fair part for its channels. Every rank
-  // must pick the same channel count, so the divisor is the most ranks on any one GPU of the
-  // communicator, not on this rank's (the SM count is assumed alike across its GPUs).
-  int sms = 0;
-  if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, comm->cudaDev); e != cudaSuccess) {
-    cudaGetLastError();
-    return fail(ncclUnhandledCudaError, "rank %d: cudaDeviceGetAttribute(multiProcessorCount) failed: %s", comm->rank,
-                cudaGetErrorString(e));
-  }
-  std::map<std::pair<uint64_t, std::string>, int> ranksPerGpu;
-  for (const PeerInfo& p : comm->peers) {
-    bool same = p.hostHash == comm->peers[comm->rank].hostHash && std::string(p.busId) == comm->peers[comm->rank].busId;
-    res->sameGpu_.push_back(same);
-    ++ranksPerGpu[{p.hostHash, std::string(p.busId)}];
-  }
-  int sameGpu = 1;
-  for (auto& [gpu, n] : ranksPerGpu) sameGpu = std::max(sameGpu, n);
+  // Channels and send/recv parts are the tuner's (api/tuning.h), which knows the SMs and the
+  // ranks per GPU.
+  for (const PeerInfo& p : comm->peers)
+    res->sameGpu_.push_back(p.hostHash == comm->peers[comm->rank].hostHash &&
+                            std::string(p.busId) == comm->peers[comm->rank].busId);
   warnIfTimeSliced(*comm, res->sameGpu_);
-  // At most 64 per rank: 2 ranks on one H200 need 64 blocks each to reach 0.7 of the copy
-  // rate (32 reached 0.59-0.63 in the executor bench); one rank per GPU gets 64 too.
-  res->maxChannels_ = std::clamp(std::min(64, sms / std::max(1, sameGpu)), comm->config.minCTAs, comm->config.maxCTAs);
-  // One rank per GPU: a block moves only ~10-20 GB/s over NVLink by itself, so calls of
-  // 128 KiB to 8 MiB waited on a handful of blocks (2 H200s: 0.2-0.7 of NCCL's speed with a
-  // block per 512 KiB). Ranks that share a GPU also share its SMs and keep the coarser split.
-  if (sameGpu == 1) res->bytesPerChannel_ = kFineBytesPerChannel;
   res->workCache_ = std::make_unique<kernels::WorkCache>();
   *out = res.release();
   return ncclSuccess;
 }
 
 GpuResources::~GpuResources() { close(true); }
-
-int GpuResources::channelsFor(size_t bytes) const {
-  return static_cast<int>(std::min(channelsWanted(bytes, bytesPerChannel_), static_cast<size_t>(maxChannels_)));
-}
-
-uint32_t GpuResources::p2pPartsFor(size_t bytes) const {
-  // At most 32 (2 ranks on one H200 need that many blocks to reach 0.7 of the copy rate),
-  // which bounds the FIFO memory of a peer pair at 32 channels x 2 directions x 2 MiB.
-  constexpr size_t kMaxP2pChannels = 32;
-  return static_cast<uint32_t>(std::min(channelsWanted(bytes, bytesPerChannel_), kMaxP2pChannels));
-}
 
 ncclResult_t GpuResources::ensureLinks(const Links& sends, const Links& recvs) {
   std::vector<transport::P2pLink> newSends, newRecvs;

@@ -8,7 +8,6 @@
 #include <utility>
 #include <vector>
 
-#include "api/channels.h"
 #include "core/comm.h"
 #include "kernels/executor.h"
 #include "kernels/work_cache.h"
@@ -37,10 +36,6 @@ class GpuResources final : public DeviceResources {
   const volatile uint32_t* abortWordDevice() const { return abortDev_; }
   uint32_t* errorWordDevice() const { return errorDev_; }
   uint32_t errorWord() const { return errorHost_ ? *errorHost_ : 0; }
-  // Channels (blocks) for a collective of `bytes` (collectiveBytes): the same on every rank.
-  int channelsFor(size_t bytes) const;
-  // Channels (parts) for one send or recv of `bytes`: the same on both ends, whatever their GPU.
-  uint32_t p2pPartsFor(size_t bytes) const;
   // Whether `peer`'s kernels run on this rank's GPU (same host, same PCI bus id).
   bool peerOnThisGpu(int peer) const { return sameGpu_[peer]; }
   // Whether any connection stages through host memory (then fences stay at system scope:
@@ -68,8 +63,6 @@ class GpuResources final : public DeviceResources {
   const volatile uint32_t* abortDev_ = nullptr;
   volatile uint32_t* errorHost_ = nullptr;
   uint32_t* errorDev_ = nullptr;
-  int maxChannels_ = 1;
-  size_t bytesPerChannel_ = kCoarseBytesPerChannel;  // for small calls (api/channels.h)
   std::vector<bool> sameGpu_;  // by rank
   std::unique_ptr<kernels::WorkCache> workCache_;
 };

@@ -13,6 +13,7 @@
 #include "api/plan.h"
 #include "api/redop.h"
 #include "api/task.h"
+#include "api/tuning.h"
 #include "core/comm.h"
 #include "core/cuda_scope.h"
 #include "core/log.h"
@@ -57,7 +58,16 @@ struct CommLaunch {
   bool connected = false;  // every link in sends/recvs exists, and launch has their ends
   std::vector<void*> scratch;  // stream-ordered copies for in-place AlltoAll and send/recv
   std::vector<CallDesc> calls;  // the tasks as numbered calls (hang reports, the call check)
+  // The tuner's protocol and slices per step: one per launch, the first task's.
+  algo::Protocol protocol = algo::Protocol::Simple;
+  int slicesPerStep = 0;
 };
+
+void takeChoice(CommLaunch& cl, const algo::TunerChoice& c) {
+  if (cl.slicesPerStep > 0) return;
+  cl.protocol = c.protocol;
+  cl.slicesPerStep = c.slicesPerStep;
+}
 
 // The numbered calls of a launch end when its work on the stream does (tracked by an event),
 // at once when it was captured into a graph (replays are not calls), or when it failed.
@@ -101,10 +111,10 @@ ncclResult_t planCollective(CommLaunch& cl, const Task& t) {
     BRAID_CHECK(stagedCopy(cl, t, t.sendbuff, t.count * comm->nRanks * es, &in));
   op.buffers = {in, t.recvbuff};
   // From the communicator's cache: a 64-channel ring all-reduce takes ~30 us to build.
-  const size_t bytes = collectiveBytes(t);
+  const algo::TunerChoice choice = comm->tuning->choose(t).best;
+  takeChoice(cl, choice);
   const algo::RankPlan& plan = comm->devicePlans->get(
-      collArgsFor(t, cl.res->channelsFor(bytes), 16, size_t(GpuResources::kSlots) * GpuResources::kSlotBytes),
-      algo::tunedAlgorithm(t.coll, comm->nRanks, bytes));
+      collArgsFor(t, choice.channels, 16, size_t(GpuResources::kSlots) * GpuResources::kSlotBytes), choice.algorithm);
   int opIndex = static_cast<int>(cl.launch.ops.size());
   cl.launch.ops.push_back(std::move(op));
   for (const algo::Lane& lane : plan.lanes) {
@@ -121,7 +131,9 @@ ncclResult_t planP2p(CommLaunch& cl, const std::vector<const Task*>& p2p) {
   for (size_t i = 0; i < p2p.size(); ++i) {
     const Task& t = *p2p[i];
     size_t bytes = t.count * sizeOfType(t.type);
-    ops.push_back({t.isSend, t.root, t.count, cl.res->p2pPartsFor(bytes)});
+    const algo::TunerChoice choice = comm->tuning->choose(t).best;  // the same parts on both ends
+    takeChoice(cl, choice);
+    ops.push_back({t.isSend, t.root, t.count, static_cast<uint32_t>(choice.channels)});
     bufs[2 * i] = const_cast<void*>(t.sendbuff);
     bufs[2 * i + 1] = t.recvbuff;
     if (t.isSend && bytes > 0 && sendOverlapsARecv(t, p2p)) BRAID_CHECK(stagedCopy(cl, t, t.sendbuff, bytes, &bufs[2 * i]));
@@ -182,6 +194,13 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
   L.abortFlag = cl.res->abortWordDevice();
   L.errorOut = cl.res->errorWordDevice();
   L.workCache = cl.res->workCache();
+  // The one place the tuner's protocol reaches the executor. kernels::Launch runs Simple only, and
+  // the tuner is told so (api/tuner_inputs.h kExecutorProtocols): when it runs LL/LL128, widen that
+  // set and hand cl.protocol to the launch here.
+  if (cl.protocol != algo::Protocol::Simple)
+    return fail(ncclInternalError, "rank %d: the tuner chose the %s protocol, which the GPU executor does not run",
+                cl.comm->rank, algo::protocolName(cl.protocol));
+  if (cl.slicesPerStep > 0) L.slicesPerStep = cl.slicesPerStep;
   L.peersOnThisGpu = !cl.res->anyHostStaged();
   for (const GpuResources::Links* links : {&cl.sends, &cl.recvs})
     for (auto& [channel, peer] : *links) L.peersOnThisGpu = L.peersOnThisGpu && cl.res->peerOnThisGpu(peer);

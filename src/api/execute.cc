@@ -12,6 +12,7 @@
 #include "api/group.h"
 #include "api/plan.h"
 #include "api/redop.h"
+#include "api/tuning.h"
 #include "core/comm.h"
 #include "core/log.h"
 #include "core/numeric.h"
@@ -191,20 +192,12 @@ ncclResult_t runHostTasks(std::span<const Task* const> tasks) {
   return rc;
 }
 
-// NCCL's ring model: latency per step plus the bytes each link carries over its bandwidth.
-// Device work uses the topology's per-link estimate (comm->ringBandwidth, GB/s); host work
-// the CPU engine's measured copy rate on a small machine (~5 GB/s).
+// ncclGroupSimulateEnd: the tuner's estimate for each task (what the engine for its memory
+// would run), summed; a zero count is a no-op and costs nothing.
 float estimateMicroseconds(std::span<const Task> tasks) {
   double us = 0;
-  for (const Task& t : tasks) {
-    int n = t.comm->nRanks;
-    double bytes = static_cast<double>(collectiveBytes(t));
-    double steps = t.coll == algo::Coll::AllReduce ? 2.0 * (n - 1) : std::max(1, n - 1);
-    double perLinkBytes = n > 1 ? bytes * steps / n : bytes;
-    double gbps = t.onDevice ? (t.comm->ringBandwidth > 0 ? t.comm->ringBandwidth : 20.0) : 5.0;
-    double stepLatencyUs = t.onDevice ? 3.4 : 1.0;  // NCCL's NVLink ring Simple latency; host handoff
-    us += stepLatencyUs * steps + perLinkBytes / (gbps * 1e3);
-  }
+  for (const Task& t : tasks)
+    if (t.count > 0) us += t.comm->tuning->choose(t).best.microseconds;
   return static_cast<float>(us);
 }
 

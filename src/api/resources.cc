@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "api/plan.h"
+#include "api/tuning.h"
 #include "core/comm.h"
 #include "core/log.h"
 #include "host/host_transport.h"
@@ -50,6 +51,7 @@ ncclResult_t chooseRing(ncclComm* comm) {
 
 ncclResult_t createResources(ncclComm* comm) {
   BRAID_CHECK(chooseRing(comm));
+  BRAID_CHECK(api::CommTuning::create(comm, &comm->tuning));  // NCCL_ALGO/NCCL_PROTO: a bad value fails init
   comm->host = std::make_unique<HostTransport>(comm);
   comm->hostPlans = std::make_unique<api::PlanCache>();
   comm->devicePlans = std::make_unique<api::PlanCache>();

@@ -17,6 +17,7 @@ namespace braid {
 class HostTransport;  // src/host: shared-memory connections for host-memory collectives
 namespace api {
 class PlanCache;      // src/api/plan.h: recently used host schedules
+class CommTuning;     // src/api/tuning.h: NCCL_ALGO/NCCL_PROTO and the links, for the tuner
 }
 // GPU connections and buffers for device-memory collectives (defined above core, in api).
 class DeviceResources {
@@ -76,6 +77,7 @@ struct ncclComm {
   std::unique_ptr<braid::HostTransport> host;
   std::unique_ptr<braid::api::PlanCache> hostPlans;
   std::unique_ptr<braid::api::PlanCache> devicePlans;  // GPU executor plans (other lane sizes)
+  std::unique_ptr<braid::api::CommTuning> tuning;   // every algorithm/protocol/channel choice
   std::unique_ptr<braid::DeviceResources> device;  // set and reset under deviceMutex
   std::mutex deviceMutex;                           // against the monitor thread's abort signal
 

@@ -1,0 +1,296 @@
+#include "algo/tuner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+
+#include "algo/tuner_table.h"
+
+namespace braid::algo {
+
+using tuning::kTable;
+
+namespace {
+
+constexpr size_t at(Protocol p) { return static_cast<size_t>(p); }
+constexpr size_t at(LinkKind k) { return static_cast<size_t>(k); }
+
+// On a tie the measured protocol wins.
+constexpr Protocol kPreference[] = {Protocol::Simple, Protocol::LL128, Protocol::LL};
+
+// An algorithm's traffic for a collective: the hops one after another on its critical path, the
+// share of the collective's bytes that its busiest hop carries, and which hops it uses.
+struct Pattern {
+  int hops = 1;
+  uint64_t num = 1, den = 1;  // traffic = bytes * num / den
+  bool ring = true;           // the ring's hops; otherwise every pair's
+};
+
+// The registry's algorithms by name, looked up once (tune() runs on every call: no string
+// compares there).
+struct Known {
+  const Algorithm* ring;
+  const Algorithm* twoshot;
+  const Algorithm* considered[std::size(tuning::kConsidered)];
+};
+const Known& known() {
+  static const Known k = [] {
+    Known x{findAlgorithm("ring"), findAlgorithm("twoshot"), {}};
+    for (size_t i = 0; i < std::size(tuning::kConsidered); ++i) x.considered[i] = findAlgorithm(tuning::kConsidered[i].algorithm);
+    return x;
+  }();
+  return k;
+}
+
+Pattern patternOf(const Algorithm* a, Coll coll, int n) {
+  const int m = n - 1;
+  const uint64_t um = static_cast<uint64_t>(m), un = static_cast<uint64_t>(n);
+  if (coll == Coll::SendRecv) return {1, 1, 1, false};
+  if (a == known().ring) {
+    // NCCL's ring model: all-reduce 2(n-1) steps of 1/n each; the others n-1 steps; broadcast and
+    // reduce pipeline the whole buffer through n-1 hops.
+    if (coll == Coll::AllReduce) return {2 * m, 2 * um, un, true};
+    if (coll == Coll::Broadcast || coll == Coll::Reduce) return {m, 1, 1, true};
+    return {m, um, un, true};
+  }
+  if (a == known().twoshot) return {2 * m, 2 * um, un, false};  // n-1 rounds of each shot, 1/n per round
+  // direct (and, until it has its own line here, any newer algorithm): every peer at once. A
+  // lane's rounds run one after another where a round's send follows the previous round's recv
+  // (all-gather, reduce-scatter, all-to-all: n-1 hops); one-shot all-reduce sends everything
+  // first (one hop, n-1 copies of the input through this rank's links); a root sends to or
+  // receives from every peer without waiting between them (one hop).
+  switch (coll) {
+    case Coll::AllReduce: return {1, um, 1, false};
+    case Coll::Broadcast:
+    case Coll::Reduce: return {1, um, 1, false};
+    case Coll::Gather:
+    case Coll::Scatter: return {1, um, un, false};
+    default: return {m, um, un, false};
+  }
+}
+
+// GB/s of payload that `h` carries for one rank of `in`.
+double hopGbps(const TunerInput& in, const Hops& h) {
+  double gbps = h.gbps > 0 ? h.gbps : kTable.defaultGbps[at(h.kind)];
+  if (h.kind == LinkKind::SameGpu) gbps /= std::max(1, in.ranksPerGpu);  // the GPU's memory, shared
+  return gbps;
+}
+
+int channelCap(const TunerInput& in) {
+  // Ranks that share a GPU share its SMs: each gets a fair part. Every rank must pick the same
+  // count, so the divisor is the most ranks on any GPU (SM counts are assumed alike).
+  int cap = kTable.maxChannels;
+  if (in.sms > 0) cap = std::min(cap, in.sms / std::max(1, in.ranksPerGpu));
+  return std::max(in.minChannels, std::min(cap, in.maxChannels));
+}
+
+uint64_t bytesPerChannel(const TunerInput& in) {
+  return in.ranksPerGpu <= 1 ? kTable.fineBytesPerChannel : kTable.coarseBytesPerChannel;
+}
+
+bool considered(Coll coll, const Algorithm* a, int nRanks, uint64_t bytes) {
+  const Known& k = known();
+  for (size_t i = 0; i < std::size(tuning::kConsidered); ++i) {
+    const tuning::Considered& c = tuning::kConsidered[i];
+    if (c.coll == coll && a && a == k.considered[i] && (c.onlyRanks == 0 || c.onlyRanks == nRanks) &&
+        (c.maxBytes == 0 || bytes <= c.maxBytes))
+      return true;
+  }
+  return false;
+}
+
+int algorithmIndex(const Algorithm* a) {
+  const auto& all = algorithms();
+  for (size_t i = 0; i < all.size(); ++i)
+    if (all[i] == a) return static_cast<int>(i);
+  return -1;
+}
+
+TunerChoice choiceOf(const TunerInput& in, const Algorithm* a, Protocol p) {
+  TunerChoice c;
+  c.algorithm = a;
+  c.protocol = p;
+  c.channels = in.coll == Coll::SendRecv ? p2pParts(in, p) : collectiveChannels(in, p);
+  c.slicesPerStep = kTable.slicesPerStep[at(p)];
+  c.microseconds = estimateMicroseconds(in, a, p, c.channels);
+  return c;
+}
+
+// Why the user's constraints leave nothing that can run.
+std::string nothingPossible(const TunerInput& in, AlgorithmSet userAlgos, ProtocolSet userProtos, AlgorithmSet supported,
+                            ProtocolSet runnable, bool ll128Blocked, const std::string& possible) {
+  std::string why;
+  auto add = [&why](const std::string& s) { why += (why.empty() ? "" : "; ") + s; };
+  if (in.coll != Coll::SendRecv && (userAlgos & supported) == 0)
+    add(std::string(collName(in.coll)) + " runs on " + describeAlgorithms(supported) + " only");
+  if ((userProtos & runnable) == 0) {
+    if (ll128Blocked && (userProtos & protocolBit(Protocol::LL128)))
+      add("LL128 runs only over same-GPU and NVLink hops, and these include " + std::string(linkKindName(in.ring.kind)) +
+          (in.ring.kind == in.mesh.kind ? "" : std::string(" / ") + linkKindName(in.mesh.kind)) + " hops");
+    if (userProtos & ~in.executorProtocols & kAllProtocols)
+      add("the executor runs " + describeProtocols(in.executorProtocols) + " only");
+  }
+  if (why.empty()) add("no allowed algorithm can use an allowed protocol over these hops");
+  return std::string(collName(in.coll)) + ": NCCL_ALGO/NCCL_PROTO allow " +
+         (in.coll == Coll::SendRecv ? std::string() : describeAlgorithms(userAlgos & supported) + " with ") +
+         describeProtocols(userProtos) + ", which cannot run here (" + why + "); using the tuner's default (" + possible + ")";
+}
+
+}  // namespace
+
+const char* linkKindName(LinkKind k) {
+  switch (k) {
+    case LinkKind::SameGpu: return "same-GPU";
+    case LinkKind::NvLink: return "NVLink";
+    case LinkKind::Pcie: return "PCIe";
+    case LinkKind::HostStaged: return "host-staged";
+    case LinkKind::Network: return "network";
+  }
+  return "?";
+}
+
+Hops combine(Hops a, Hops b) {
+  Hops h;
+  h.kind = std::max(a.kind, b.kind);
+  h.gbps = a.gbps > 0 && b.gbps > 0 ? std::min(a.gbps, b.gbps) : std::max(a.gbps, b.gbps);
+  return h;
+}
+
+bool ll128Allowed(LinkKind k) { return k == LinkKind::SameGpu || k == LinkKind::NvLink; }
+
+uint64_t channelsWanted(uint64_t bytes, uint64_t perChannel) {
+  const uint64_t fine = (bytes + perChannel - 1) / perChannel;
+  const uint64_t coarse = (bytes + kTable.coarseBytesPerChannel - 1) / kTable.coarseBytesPerChannel;
+  return std::max<uint64_t>(1, std::max(std::min<uint64_t>(fine, static_cast<uint64_t>(kTable.fineChannels)), coarse));
+}
+
+int collectiveChannels(const TunerInput& in, Protocol protocol) {
+  (void)protocol;  // one rule for every protocol until they are measured apart
+  if (in.hostMemory) return 1;  // one progress thread runs every lane: more would only cut finer
+  return static_cast<int>(std::min<uint64_t>(channelsWanted(in.bytes, bytesPerChannel(in)),
+                                             static_cast<uint64_t>(channelCap(in))));
+}
+
+int p2pParts(const TunerInput& in, Protocol protocol) {
+  (void)protocol;
+  if (in.hostMemory) return 1;
+  // The same on both ends whatever their GPU: only the size and the communicator's busiest GPU.
+  return static_cast<int>(std::min<uint64_t>(channelsWanted(in.bytes, bytesPerChannel(in)),
+                                             static_cast<uint64_t>(kTable.maxP2pParts)));
+}
+
+double estimateMicroseconds(const TunerInput& in, const Algorithm* algorithm, Protocol protocol, int channels) {
+  const double bytes = static_cast<double>(in.bytes);
+  const Pattern pat = patternOf(algorithm, in.coll, std::max(1, in.nRanks));
+  const double traffic = bytes * static_cast<double>(pat.num) / static_cast<double>(pat.den);
+  if (in.hostMemory) {
+    if (in.nRanks <= 1) return kTable.cpuHopUs + bytes / (kTable.cpuGbps * 1e3);
+    return pat.hops * kTable.cpuHopUs + traffic / (kTable.cpuGbps * 1e3);
+  }
+  if (in.nRanks <= 1) return kTable.copyLaunchUs + bytes / (kTable.copyGbps * 1e3);
+  const Hops& h = pat.ring ? in.ring : in.mesh;
+  const size_t p = at(protocol);
+  const int c = std::max(1, channels);
+  double gbps = hopGbps(in, h) * kTable.efficiency[p];
+  if (kTable.maxGbps[p] > 0) gbps = std::min(gbps, kTable.maxGbps[p]);
+  if (const double perChannel = kTable.perChannelGbps[at(h.kind)][p]; perChannel > 0) gbps = std::min(gbps, c * perChannel);
+  const double slices = std::ceil(traffic / c / static_cast<double>(kTable.sliceBytes[p]));
+  return kTable.launchUs[p] + pat.hops * kTable.hopUs[at(h.kind)][p] + traffic / (gbps * 1e3) + slices * kTable.sliceUs[p];
+}
+
+Candidates candidates(const TunerInput& in) {
+  Candidates out;
+  const Coll coll = in.coll;
+  const int n = std::max(1, in.nRanks);
+  const Algorithm* fallback = coll == Coll::SendRecv ? nullptr : defaultAlgorithm(coll, n);
+  // Host memory (the CPU engine) and one rank (a copy) have nothing to choose.
+  if (in.hostMemory || n == 1) {
+    out.items[out.size++] = choiceOf(in, fallback, Protocol::Simple);
+    return out;
+  }
+  // Algorithms in preference order: the collective's default first, then the registry's order.
+  constexpr int kMaxAlgorithms = Candidates::kCapacity / kNumProtocols;
+  const Algorithm* algos[kMaxAlgorithms] = {};
+  int nAlgos = 0;
+  if (coll == Coll::SendRecv) {
+    algos[nAlgos++] = nullptr;
+  } else {
+    if (fallback) algos[nAlgos++] = fallback;
+    for (const Algorithm* a : algorithms())
+      if (a != fallback && a->supports(coll, n) && nAlgos < kMaxAlgorithms) algos[nAlgos++] = a;
+  }
+  const ProtocolSet executor = in.executorProtocols ? in.executorProtocols : protocolBit(Protocol::Simple);
+  const AlgorithmSet userAlgos = in.constraints ? in.constraints->algorithmsFor(coll) : kAllAlgorithms;
+  const ProtocolSet userProtos = in.constraints ? in.constraints->protocolsFor(coll) : kAllProtocols;
+  struct Pair {
+    const Algorithm* algorithm;
+    Protocol protocol;
+    bool user;        // NCCL_ALGO / NCCL_PROTO allow it
+    bool considered;  // weighed by default (kConsidered)
+  };
+  Pair pairs[Candidates::kCapacity];
+  int nPairs = 0;
+  bool anyUser = false, ll128Blocked = false;
+  AlgorithmSet supported = 0;
+  ProtocolSet runnable = 0;
+  for (int i = 0; i < nAlgos; ++i) {
+    const Algorithm* a = algos[i];
+    const int bit = algorithmIndex(a);
+    if (bit >= 0) supported |= AlgorithmSet{1} << bit;
+    const LinkKind kind = patternOf(a, coll, n).ring ? in.ring.kind : in.mesh.kind;
+    const bool weighed = coll == Coll::SendRecv || considered(coll, a, n, in.bytes);
+    for (Protocol p : kPreference) {
+      if (!(executor & protocolBit(p))) continue;
+      if (p == Protocol::LL128 && !ll128Allowed(kind)) {
+        ll128Blocked = true;
+        continue;
+      }
+      runnable |= protocolBit(p);
+      const bool user = (userProtos & protocolBit(p)) && (a == nullptr || (bit >= 0 && (userAlgos >> bit) & 1));
+      anyUser = anyUser || user;
+      pairs[nPairs++] = {a, p, user, weighed};
+    }
+  }
+  std::string possible;
+  if (!anyUser && in.constraints) {
+    for (int i = 0; i < nPairs; ++i)
+      possible += (possible.empty() ? "" : ", ") + std::string(pairs[i].algorithm ? pairs[i].algorithm->name : "p2p") + "/" +
+                  protocolName(pairs[i].protocol);
+    out.warning = nothingPossible(in, userAlgos, userProtos, supported, runnable, ll128Blocked, possible);
+  }
+  // Of what the user allows (everything, when that is nothing), the algorithms measured for the
+  // collective; all of them when the user allowed none of those.
+  auto allowed = [&](const Pair& pr) { return pr.user || !anyUser; };
+  bool anyConsidered = false;
+  for (int i = 0; i < nPairs; ++i) anyConsidered = anyConsidered || (allowed(pairs[i]) && pairs[i].considered);
+  for (int i = 0; i < nPairs; ++i) {
+    const Pair& pr = pairs[i];
+    if (!allowed(pr) || (anyConsidered && !pr.considered)) continue;
+    out.items[out.size++] = choiceOf(in, pr.algorithm, pr.protocol);
+  }
+  if (out.size == 0) out.items[out.size++] = choiceOf(in, fallback, Protocol::Simple);  // no algorithm at all
+  return out;
+}
+
+TunerResult tune(const TunerInput& in) {
+  Candidates all = candidates(in);
+  TunerResult r;
+  r.warning = std::move(all.warning);
+  int best = 0, second = -1;
+  for (int i = 1; i < all.size; ++i) {
+    if (all.items[i].microseconds < all.items[best].microseconds) {
+      second = best;
+      best = i;
+    } else if (second < 0 || all.items[i].microseconds < all.items[second].microseconds) {
+      second = i;
+    }
+  }
+  r.best = all.items[best];
+  if (second >= 0) {
+    r.hasRunnerUp = true;
+    r.runnerUp = all.items[second];
+  }
+  return r;
+}
+
+}  // namespace braid::algo

@@ -1,0 +1,47 @@
+// What the tuner (algo/tuner.h) is told about a communicator's links, from what braid knows:
+// each rank's host and GPU (PCI bus id), whether FIFOs stage through host memory
+// (NCCL_P2P_DISABLE), and the topology's paths (topo/). Shared by the communicator
+// (api/tuning.cc) and braid-tune, so that both see the same links.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "algo/tuner.h"
+#include "topo/system.h"
+
+namespace braid::api {
+
+// The protocols the GPU executor (kernels/) runs: the one place the tuner learns it. Widen it
+// when the executor runs LL and LL128 (and hand the protocol to kernels::Launch, device_tasks.cc).
+constexpr algo::ProtocolSet kExecutorProtocols = algo::protocolBit(algo::Protocol::Simple);
+
+struct RankPlace {
+  uint64_t host = 0;
+  std::string busId;  // the GPU's PCI bus id, any case ("0000:18:00.0"); empty for a host-only rank
+};
+
+// The hop between two ranks, the same seen from either end (the worse of both directions), so
+// that both ends of a send/recv choose alike. Other host: network. NCCL_P2P_DISABLE: host-staged
+// (the transport stages every GPU connection then, even on one GPU). Same bus id: same GPU.
+// Otherwise the topology's GPU path: NVLink (direct or through the NVSwitch), else PCIe (peer
+// access never goes through a third GPU); bandwidth 0 (the tuner's default for the kind) when
+// the topology lacks a GPU.
+algo::Hops hopBetween(const topo::System& sys, const RankPlace& a, const RankPlace& b, bool p2pDisabled);
+
+struct LinkFacts {
+  algo::Hops ring;                 // the ring's neighbours (ring order)
+  algo::Hops mesh;                 // every pair
+  int ranksPerGpu = 1;             // the most ranks on one GPU
+  std::vector<algo::Hops> toRank;  // from `self` to each rank (to itself: same GPU)
+};
+
+// `ring` is the rank order (empty: 0..n-1). Pure: the same inputs give every rank the same ring,
+// mesh and ranksPerGpu.
+LinkFacts linkFacts(const topo::System& sys, const std::vector<RankPlace>& ranks, const std::vector<int>& ring, int self,
+                    bool p2pDisabled);
+
+// "NVLink 370.8 GB/s" (the tuner's default shown as "? GB/s").
+std::string describeHops(const algo::Hops& h);
+
+}  // namespace braid::api

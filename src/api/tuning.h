@@ -1,0 +1,43 @@
+// A communicator's tuning: what NCCL_ALGO and NCCL_PROTO allow (read once, at init: a bad
+// value fails the init with ncclInvalidUsage), the facts about its links the tuner needs
+// (api/tuner_inputs.h), and asking the tuner (algo/tuner.h) for a task's choice. Each distinct
+// choice is logged once per communicator at NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING, with its
+// estimate; a constraint that leaves nothing possible is a WARN, once per collective.
+#pragma once
+#include <memory>
+#include <mutex>
+#include <set>
+#include <tuple>
+
+#include "algo/tuner.h"
+#include "api/task.h"
+#include "api/tuner_inputs.h"
+#include "nccl.h"
+
+struct ncclComm;
+
+namespace braid::api {
+
+class CommTuning {
+ public:
+  // After the ring order is known (it reads comm->peers, comm->ring and the topology).
+  static ncclResult_t create(ncclComm* comm, std::unique_ptr<CommTuning>* out);
+
+  // The tuner's choice for `t`: a collective, or one send or recv (to or from t.root), on device
+  // or host memory. The same on every rank of the collective (and on both ends of a send/recv).
+  algo::TunerResult choose(const Task& t);
+
+ private:
+  explicit CommTuning(ncclComm* comm) : comm_(comm) {}
+  void logOnce(const Task& t, const algo::TunerInput& in, const algo::TunerResult& r);
+
+  ncclComm* comm_;
+  algo::TuningConstraints constraints_;
+  LinkFacts links_;
+  int sms_ = 0;
+  std::mutex loggedMutex_;
+  // (collective, device memory, algorithm, protocol, channels, slices); protocol -1: a warning.
+  std::set<std::tuple<int, bool, const algo::Algorithm*, int, int, int>> logged_;
+};
+
+}  // namespace braid::api
