@@ -53,8 +53,11 @@ ncclResult_t checkRoot(const braid::api::Task& t, const char* what) {
 // Null pointers where data must flow, host/device mixes, and buffers on another device.
 ncclResult_t checkBuffers(braid::api::Task& t, bool needSend, bool needRecv, size_t sendElems, size_t recvElems) {
   size_t es = typeSize(t.type);
+  // count x element size x ranks must not overflow (the buffer sizes below are products of them).
   if (t.count > (SIZE_MAX / 8) / static_cast<size_t>(t.comm->nRanks))
-    return fail(ncclInvalidArgument, "%s (rank %d): count = %zu is too large.", t.caller, t.comm->rank, t.count);
+    return fail(ncclInvalidArgument, "%s (rank %d): count = %zu is too large: count x element size x %d ranks "
+                "overflows. Fix: pass the number of elements of the buffer.", t.caller, t.comm->rank, t.count,
+                t.comm->nRanks);
   if (needSend && sendElems > 0 && !t.sendbuff)
     return fail(ncclInvalidArgument, "%s (rank %d): sendbuff is NULL with count %zu. Fix: pass a buffer of %zu "
                 "elements.", t.caller, t.comm->rank, t.count, sendElems);
@@ -71,6 +74,9 @@ ncclResult_t checkBuffers(braid::api::Task& t, bool needSend, bool needRecv, siz
                 sendKind == braid::api::MemoryKind::Device ? "device" : "host", t.recvbuff,
                 recvKind == braid::api::MemoryKind::Device ? "device" : "host");
   t.onDevice = (anySend && sendKind == braid::api::MemoryKind::Device) || (anyRecv && recvKind == braid::api::MemoryKind::Device);
+  // The buffers hold what the count says (a huge count would read or write far past them).
+  if (anySend) BRAID_CHECK(braid::api::checkExtent(t.caller, t.comm->rank, "sendbuff", t.sendbuff, sendElems * es, sendKind));
+  if (anyRecv) BRAID_CHECK(braid::api::checkExtent(t.caller, t.comm->rank, "recvbuff", t.recvbuff, recvElems * es, recvKind));
   if (t.onDevice) {
     int dev = anySend ? sendDev : recvDev;
     if (dev != t.comm->cudaDev)

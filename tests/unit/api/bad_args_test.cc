@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -195,6 +196,55 @@ TEST_F(HostComms, GroupedCollectivesOfTwoRanksOnOneThread) {
   ASSERT_EQ(ncclAllReduce(x[0], y[0], 8, ncclFloat, ncclSum, comms[0], nullptr), ncclSuccess);
   ASSERT_EQ(ncclGroupSimulateEnd(&sim), ncclSuccess);
   EXPECT_GT(sim.estimatedTime, 0.0f);
+}
+
+}  // namespace
+
+namespace {
+
+// Every collective and send/recv with a count far larger than its (host) buffers, in place and
+// out of place: ncclInvalidArgument naming the buffer, before anything is read or written.
+TEST_F(HostComms, HugeCountsAreRefusedEverywhere) {
+  const size_t counts[] = {size_t(1) << 45, size_t(1) << 60, SIZE_MAX / 2};
+  for (size_t count : counts) {
+    for (int inPlace = 0; inPlace < 2; ++inPlace) {
+      float* in = a;
+      float* out = inPlace ? a : b;
+      SCOPED_TRACE("count " + std::to_string(count) + (inPlace ? " in place" : " out of place"));
+      struct Call {
+        const char* name;
+        std::function<ncclResult_t()> run;
+      };
+      ncclComm_t c = comms[0];
+      std::vector<Call> calls = {
+          {"ncclAllReduce", [&] { return ncclAllReduce(in, out, count, ncclFloat32, ncclSum, c, nullptr); }},
+          {"ncclBroadcast", [&] { return ncclBroadcast(in, out, count, ncclFloat32, 0, c, nullptr); }},
+          {"ncclReduce", [&] { return ncclReduce(in, out, count, ncclFloat32, ncclSum, 0, c, nullptr); }},
+          {"ncclAllGather", [&] { return ncclAllGather(in, out, count, ncclFloat32, c, nullptr); }},
+          {"ncclReduceScatter", [&] { return ncclReduceScatter(in, out, count, ncclFloat32, ncclSum, c, nullptr); }},
+          {"ncclAlltoAll", [&] { return ncclAlltoAll(in, out, count, ncclFloat32, c, nullptr); }},
+          {"ncclGather", [&] { return ncclGather(in, out, count, ncclFloat32, 0, c, nullptr); }},
+          {"ncclScatter", [&] { return ncclScatter(in, out, count, ncclFloat32, 0, c, nullptr); }},
+          {"ncclSend", [&] { return ncclSend(in, count, ncclFloat32, 1, c, nullptr); }},
+          {"ncclRecv", [&] { return ncclRecv(out, count, ncclFloat32, 1, c, nullptr); }},
+      };
+      for (const Call& call : calls) {
+        ncclResult_t rc = call.run();
+        EXPECT_EQ(rc, ncclInvalidArgument) << call.name << ": " << lastError();
+        EXPECT_NE(lastError().find(call.name), std::string::npos) << lastError();
+        EXPECT_TRUE(lastError().find("buff") != std::string::npos || lastError().find("overflows") != std::string::npos)
+            << lastError();
+        EXPECT_NE(lastError().find("Fix"), std::string::npos) << lastError();
+      }
+    }
+  }
+  // The communicator is still fine: nothing was started.
+  float x[2] = {1, 2}, y[2] = {3, 4};
+  ncclGroupStart();
+  EXPECT_EQ(ncclAllReduce(x, x, 2, ncclFloat32, ncclSum, comms[0], nullptr), ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(y, y, 2, ncclFloat32, ncclSum, comms[1], nullptr), ncclSuccess);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess) << lastError();
+  EXPECT_EQ(x[0], 4.0f);
 }
 
 }  // namespace
