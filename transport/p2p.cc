@@ -210,6 +210,9 @@ ncclResult_t importRegion(int me, int p, const P2pPeerInfo& self, const P2pPeerI
       return fail(ncclInternalError, "p2p: rank %d: rank %d sent a malformed staged-region header", me, p);
     void* dev = nullptr;
     BRAID_CHECK(mapShared(me, h.shmName, h.bytes, false, &out->host, &dev));
+    // Mapped: the name may go now (the owner removes it too once every peer acknowledged),
+    // so that the owner's death from here on leaves nothing in /dev/shm.
+    (void)shm_unlink(h.shmName);
     out->bytes = h.bytes;
     out->base = static_cast<char*>(dev);
     return ncclSuccess;
@@ -401,7 +404,9 @@ ncclResult_t P2pTransport::connect(Bootstrap& boot, const std::vector<P2pPeerInf
   // Every peer has mapped this rank's region (or given up): the name can go, so that a
   // crash from here on leaves nothing behind in /dev/shm.
   if (!t->shmName_.empty()) {
-    if (shm_unlink(t->shmName_.c_str()) != 0) return sysFail(me, "shm_unlink", t->shmName_.c_str(), errno);
+    // ENOENT: a peer that mapped it removed the name first.
+    if (shm_unlink(t->shmName_.c_str()) != 0 && errno != ENOENT)
+      return sysFail(me, "shm_unlink", t->shmName_.c_str(), errno);
     t->shmName_.clear();
   }
   if (importResult != ncclSuccess) return importResult;
@@ -488,7 +493,7 @@ ncclResult_t P2pTransport::releaseLocal() {
     region_ = regionDev_ = nullptr;
   }
   if (!shmName_.empty()) {  // connect() failed before every peer had mapped it
-    if (shm_unlink(shmName_.c_str()) != 0) keep(sysFail(rank_, "shm_unlink", shmName_.c_str(), errno));
+    if (shm_unlink(shmName_.c_str()) != 0 && errno != ENOENT) keep(sysFail(rank_, "shm_unlink", shmName_.c_str(), errno));
     shmName_.clear();
   }
   return result;

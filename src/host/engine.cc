@@ -132,10 +132,16 @@ ncclResult_t connect(std::vector<LaneProgram>& programs) {
       if (s->recvPeer >= 0) needs[p.comm].first.insert({p.channel, s->recvPeer});
       if (s->sendPeer >= 0) needs[p.comm].second.insert({p.channel, s->sendPeer});
     }
-  for (auto& [comm, n] : needs) BRAID_CHECK(comm->host->offerReceivers(n.first));
-  for (auto& [comm, n] : needs) BRAID_CHECK(comm->host->attachSenders(n.second));
-  for (auto& [comm, n] : needs) BRAID_CHECK(comm->host->finishReceivers(n.first));
-  return ncclSuccess;
+  ncclResult_t rc = ncclSuccess;
+  for (auto& [comm, n] : needs)
+    if (rc == ncclSuccess) rc = comm->host->offerReceivers(n.first);
+  for (auto& [comm, n] : needs)
+    if (rc == ncclSuccess) rc = comm->host->attachSenders(n.second);
+  for (auto& [comm, n] : needs)
+    if (rc == ncclSuccess) rc = comm->host->finishReceivers(n.first);
+  if (rc != ncclSuccess)  // a peer died or the call was aborted: leave nothing in /dev/shm
+    for (auto& [comm, n] : needs) comm->host->abandonSetup(n.first, n.second);
+  return rc;
 }
 
 // Why a stalled lane cannot go on, or ncclSuccess: its communicator was aborted or failed (a

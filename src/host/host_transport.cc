@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/comm.h"
+#include "core/fault_point.h"
 #include "core/log.h"
 #include "host/fifo.h"
 
@@ -22,6 +23,17 @@ struct Offer {
   uint64_t inProcessAddress;  // same process: the FIFO's address
   char shmName[64];           // same host: the segment's name
 };
+
+// The segment of connection (channel, sender -> receiver): a name both ends can compute, so that
+// whichever survives a death during setup removes it. The hash keeps the secret out of /dev/shm.
+std::string segmentName(const ncclComm* comm, int channel, int sender, int receiver) {
+  uint64_t h = comm->bootstrap->secret() * 0x9E3779B97F4A7C15ull;
+  h ^= h >> 29;
+  char name[64];
+  std::snprintf(name, sizeof(name), "/braid-%016llx-%d-%d-%d", static_cast<unsigned long long>(h), channel, sender,
+                receiver);
+  return name;
+}
 
 bool sameProcess(const ncclComm* comm, int peer) {
   return comm->peers[peer].processHash == comm->peers[comm->rank].processHash;
@@ -69,17 +81,16 @@ ncclResult_t HostTransport::offerReceivers(const std::set<ConnKey>& recvs) {
       seg.ownedHeap = true;
       offer.inProcessAddress = reinterpret_cast<uint64_t>(seg.base);
     } else {
-      static std::atomic<uint64_t> counter{0};
-      std::snprintf(offer.shmName, sizeof(offer.shmName), "/braid-%d-%llx-%d-%d-%llu", getpid(),
-                    static_cast<unsigned long long>(comm_->bootstrap->secret() & 0xffffffff), channel, peer,
-                    static_cast<unsigned long long>(counter++));
+      std::snprintf(offer.shmName, sizeof(offer.shmName), "%s", segmentName(comm_, channel, peer, comm_->rank).c_str());
       BRAID_CHECK(mapSegment(offer.shmName, true, &seg.base));
       seg.shmName = offer.shmName;
     }
     new (seg.base) FifoControl();
     recvSegments_[key] = seg;
     pendingRecvs_.insert(key);
+    faultPoint("host-offer-made");
     BRAID_CHECK(comm_->bootstrap->send(peer, kOfferTag | channel, &offer, sizeof(offer)));
+    faultPoint("host-offer-sent");
   }
   return ncclSuccess;
 }
@@ -90,9 +101,18 @@ ncclResult_t HostTransport::attachSenders(const std::set<ConnKey>& sends) {
     auto [channel, peer] = key;
     Offer offer{};
     BRAID_CHECK(comm_->bootstrap->recv(peer, kOfferTag | channel, &offer, sizeof(offer)));
+    faultPoint("host-offer-received");
     Segment seg;
-    if (offer.inProcessAddress) seg.base = reinterpret_cast<void*>(offer.inProcessAddress);
-    else BRAID_CHECK(mapSegment(offer.shmName, false, &seg.base));
+    if (offer.inProcessAddress) {
+      seg.base = reinterpret_cast<void*>(offer.inProcessAddress);
+    } else {
+      if (std::memchr(offer.shmName, 0, sizeof(offer.shmName)) == nullptr)
+        return fail(ncclInternalError, "host transport (rank %d): rank %d sent a malformed offer", comm_->rank, peer);
+      BRAID_CHECK(mapSegment(offer.shmName, false, &seg.base));
+      // Mapped: the name may go now (the receiver removes it too, after the ack), so that the
+      // receiver's death from here on leaves nothing in /dev/shm.
+      (void)shm_unlink(offer.shmName);
+    }
     sendSegments_[key] = seg;
     sends_[key].base = seg.base;
     char ack = 1;
@@ -105,16 +125,29 @@ ncclResult_t HostTransport::finishReceivers(const std::set<ConnKey>& recvs) {
   for (const ConnKey& key : recvs) {
     if (!pendingRecvs_.count(key)) continue;
     char ack = 0;
-    BRAID_CHECK(comm_->bootstrap->recv(key.second, kAckTag | key.first, &ack, 1));
     Segment& seg = recvSegments_[key];
+    BRAID_CHECK(comm_->bootstrap->recv(key.second, kAckTag | key.first, &ack, 1));
     if (!seg.shmName.empty()) {
-      shm_unlink(seg.shmName.c_str());  // both sides mapped it: a crash now leaks nothing
+      (void)shm_unlink(seg.shmName.c_str());  // both sides mapped it (ENOENT: the sender was first)
       seg.shmName.clear();
     }
     recvs_[key].base = seg.base;
     pendingRecvs_.erase(key);
   }
   return ncclSuccess;
+}
+
+void HostTransport::abandonSetup(const std::set<ConnKey>& recvs, const std::set<ConnKey>& sends) {
+  for (const ConnKey& key : recvs) {
+    auto it = recvSegments_.find(key);
+    if (it != recvSegments_.end() && !it->second.shmName.empty()) {
+      (void)shm_unlink(it->second.shmName.c_str());  // ENOENT: the sender removed it after mapping
+      it->second.shmName.clear();
+    }
+  }
+  for (const ConnKey& key : sends)
+    if (!sends_.count(key) && !sameProcess(comm_, key.second))
+      (void)shm_unlink(segmentName(comm_, key.first, comm_->rank, key.second).c_str());  // ENOENT: never made
 }
 
 HostConnection* HostTransport::sendConn(int channel, int peer) {

@@ -35,6 +35,10 @@ class HostTransport {
   ncclResult_t offerReceivers(const std::set<ConnKey>& recvs);   // create + tell the senders
   ncclResult_t attachSenders(const std::set<ConnKey>& sends);    // map + acknowledge
   ncclResult_t finishReceivers(const std::set<ConnKey>& recvs);  // wait for acks, unlink
+  // After a phase failed (a peer died, an abort): removes every segment name of these
+  // connections that may still exist, ours and the peers' (the names are derived, so a
+  // survivor can remove what a dead peer made).
+  void abandonSetup(const std::set<ConnKey>& recvs, const std::set<ConnKey>& sends);
 
   HostConnection* sendConn(int channel, int peer);
   HostConnection* recvConn(int channel, int peer);

@@ -10,6 +10,9 @@
 //                               every rank loops over COLL; VICTIM kills itself DELAY_US into the
 //                               loop. Survivors must fail with ncclRemoteError naming it. With
 //                               `unreaped` the victim is a child its parent does not reap.
+//   die-in-setup VICTIM POINT   VICTIM is killed at POINT of the first connection setup
+//                               (BRAID_FAULT_POINT: host-offer-made, host-offer-sent,
+//                               host-offer-received); the other rank's call fails.
 //   hang                        the last rank joins a broadcast seconds late: the others (and it)
 //                               print a hang report (BRAID_HANG_TIMEOUT), then all complete.
 //   report-signal               rank 0 raises SIGUSR1 while its peers wait: a report appears.
@@ -260,6 +263,20 @@ int scenarioDie(const std::string& collName, int victim, int delayUs, bool unrea
   return 0;
 }
 
+// The victim is killed at a step of connection setup (BRAID_FAULT_POINT, set before braid
+// reads it); the survivor's call fails. The driver checks that /dev/shm keeps nothing.
+int scenarioDieInSetup(int victim, const std::string& point) {
+  if (gRank == victim) setenv("BRAID_FAULT_POINT", point.c_str(), 1);
+  ncclComm_t comm = initComm();
+  std::vector<float> buf(1 << 16, 1.0f);
+  ncclResult_t rc = ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat32, ncclSum, comm, nullptr);
+  say("RESULT rc=%d | %s\n", rc, ncclGetLastError(comm));
+  EXPECT_TRUE(rc != ncclSuccess);  // the victim never gets here
+  EXPECT_OK(ncclCommAbort(comm));
+  say("OK\n");
+  return 0;
+}
+
 // ---- hang reports -------------------------------------------------------------------------
 
 // Rank 1 joins #2 (a broadcast from rank 0 along the ring) 3.5 s late: the ranks after it
@@ -383,6 +400,7 @@ int main(int argc, char** argv) {
   }
   if (s == "die") return scenarioDie(a.size() > 1 ? a[1] : "allreduce", intArg(a, 2, 1), intArg(a, 3, 1000),
                                      a.size() > 4 && a[4] == "unreaped");
+  if (s == "die-in-setup") return scenarioDieInSetup(intArg(a, 1, 1), a.size() > 2 ? a[2] : "host-offer-sent");
   if (s == "hang") return scenarioHang();
   if (s == "report-signal") return scenarioReportSignal();
   if (s == "mismatch") return scenarioMismatch(a.size() > 1 ? a[1] : "coll");
