@@ -85,7 +85,12 @@ CallDesc callDescOf(const Task& t) {
 }
 
 bool checkDeviceCalls() {
-  static const bool on = env::getInt("BRAID_CHECK_CALLS", 0) != 0;
+  static const bool on = env::getInt("BRAID_CHECK_CALLS", 0) > 0;
+  return on;
+}
+
+bool checkHostCalls() {
+  static const bool on = env::getInt("BRAID_CHECK_CALLS", 0) >= 0;
   return on;
 }
 

@@ -27,8 +27,10 @@ namespace braid::api {
 // A task as the fault machinery describes it (seq is filled by CallState::begin).
 CallDesc callDescOf(const Task& t);
 
-// BRAID_CHECK_CALLS (read once): check device-memory calls too.
+// BRAID_CHECK_CALLS (read once): 1 checks device-memory calls too; -1 checks nothing, not even
+// host calls (for measuring what the check costs: a mismatch may then return wrong data).
 bool checkDeviceCalls();
+bool checkHostCalls();
 
 // The host connection channel of the check lanes (apart from collective and P2P channels).
 constexpr int kCheckChannel = 4096;

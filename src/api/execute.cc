@@ -182,7 +182,7 @@ ncclResult_t runHostTasks(std::span<const Task* const> tasks) {
   }
   for (ncclComm* comm : order) addP2p(run, comm, p2p[comm]);
   CallCheck check;
-  calls.addChecks(&check, &run.programs);
+  if (checkHostCalls()) calls.addChecks(&check, &run.programs);
   ncclResult_t rc = host::runPrograms(run.programs);
   if (rc != ncclSuccess) {
     // The peers' FIFOs may now hold half a collective: the communicator can only be aborted.

@@ -14,6 +14,9 @@
 #                 GPU(s) (rank % GPUs); host staging forced (NCCL_P2P_DISABLE=1) for 2
 #                 processes and 4 threads; 8 processes with small counts; and the `abort`
 #                 scenario (2 processes).
+#   faults        tests/gpu/faults_device.sh: a rank killed among device all-reduces (2, 4
+#                 processes), mismatches with BRAID_CHECK_CALLS=1, abort during connection
+#                 setup, a hang report, the call check's cost per 8-byte all-reduce.
 #   nccl-compare  braid vs the real NCCL, 1 rank each, in one process (gpu_nccl_compare):
 #                 bitwise outputs, all-reduce 8 B..1 GB, CPU time per call, comm memory.
 #   nccl-cmp-N    the same comparison of outputs with N = 2, 4, 8 ranks, one per GPU, where
@@ -166,6 +169,9 @@ echo "real NCCL: ${real_nccl:-not found}"
 
 # 1. API-level correctness on device memory, rank processes through braid-launch.
 section mp-device "${LIMIT_MP:-260}" bash "$here/run.sh" --part mp-device "$build" "${LIMIT_MP:-260}"
+# 1b. Faults on device memory: a dead peer, mismatches (BRAID_CHECK_CALLS=1), an abort during
+#     connection setup, a hang report, and the cost of the call check.
+section faults "${LIMIT_FAULTS:-120}" bash "$here/faults_device.sh" "$build"
 # 2. braid against the real NCCL (1 rank each), with the 1-rank measurements; then, where there
 #    are enough GPUs, 2, 4 and 8 ranks (one per GPU, ncclCommInitAll in one process).
 if [ -n "$real_nccl" ]; then

@@ -16,9 +16,16 @@
 //   hang                        the last rank joins a broadcast seconds late: the others (and it)
 //                               print a hang report (BRAID_HANG_TIMEOUT), then all complete.
 //   report-signal               rank 0 raises SIGUSR1 while its peers wait: a report appears.
+//   call-cost ITERS             two ranks as threads (-np 1): 8-byte all-reduces, mean time per
+//                               call (with BRAID_CHECK_CALLS=-1, 0 or 1: what the check costs).
 //   mismatch CLASS              the ranks call mismatched collectives (CLASS: bcast-root,
 //                               reduce-root, coll, count, type, op, p2p-count): every rank must
 //                               get ncclInvalidUsage naming both sides.
+//
+// `--memory device` (anywhere) puts the buffers in GPU memory (device rank % GPUs, the calls on
+// a stream of the rank's own): die, hang, mismatch (with BRAID_CHECK_CALLS=1) and abort-thread
+// connect. A call on device memory that was enqueued fails later: the scenarios then wait for
+// the stream and take ncclCommGetAsyncError. Without a GPU they exit 77.
 //
 // Lines the driver reads: "DEATH <ns>", "LEARNED <ns> rc=<rc> | <text>", "RESULT rc=<rc> | <text>",
 // "SUMMARY ...", "OK". Times are CLOCK_REALTIME nanoseconds (the ranks share the machine).
@@ -41,6 +48,7 @@
 #include "nccl.h"
 #include "tests/common/rank_env.h"
 #include "tests/common/reference.h"
+#include "tests/mp/gpu_driver.h"
 #include "tests/mp/rank_util.h"
 
 using namespace braid::mptest;
@@ -66,6 +74,31 @@ void barrier(ncclComm_t comm) {
   int64_t v = 1;
   EXPECT_OK(ncclAllReduce(&v, &v, 1, ncclInt64, ncclSum, comm, nullptr));
   EXPECT_TRUE(v == gN);
+}
+
+// Buffers of `floats` elements on the memory the scenario asked for, and the stream of calls.
+bool gDevice = false;
+struct Buffers {
+  explicit Buffers(size_t floats) : host(floats * 2, 1.0f) {
+    if (gDevice) dev = std::make_unique<gpu::Buffer>(floats * 2 * sizeof(float));
+    if (dev) dev->upload(host.data(), host.size() * sizeof(float));
+    if (dev) CU_OK(gpu::api.streamSynchronize(nullptr));
+  }
+  float* in() { return dev ? reinterpret_cast<float*>(dev->get()) : host.data(); }
+  float* out() { return in() + host.size() / 2; }
+  cudaStream_t stream() const { return gDevice ? static_cast<cudaStream_t>(gpu::stream) : nullptr; }
+  std::vector<float> host;
+  std::unique_ptr<gpu::Buffer> dev;
+};
+
+// A call's full result: what it returned, or on device memory what the GPU work came to (the
+// stream is waited for; kernels stopped by an abort or a peer's death end it).
+ncclResult_t settle(ncclResult_t rc, ncclComm_t comm) {
+  if (rc != ncclSuccess || !gDevice) return rc;
+  CU_OK(gpu::api.streamSynchronize(gpu::stream));
+  ncclResult_t async = ncclSuccess;
+  if (ncclCommGetAsyncError(comm, &async) != ncclSuccess) return ncclInvalidUsage;
+  return async;
 }
 
 // ---- abort from another thread ------------------------------------------------------------
@@ -101,19 +134,20 @@ void abortWhileBlocked(ncclComm_t comm, const std::function<ncclResult_t()>& blo
 }
 
 // The call rank 0 blocks in at `point`; the other ranks never make it.
-ncclResult_t blockedCall(const std::string& point, ncclComm_t comm, int peer) {
-  static std::vector<float> buf(4096, 1.0f), other(4096);
+ncclResult_t blockedCall(const std::string& point, ncclComm_t comm, int peer, Buffers& b) {
+  size_t n = 4096;
   if (point == "group") {
     ncclGroupStart();
-    ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat32, ncclSum, comm, nullptr);
-    ncclSend(buf.data(), buf.size(), ncclFloat32, peer, comm, nullptr);
-    ncclRecv(other.data(), other.size(), ncclFloat32, peer, comm, nullptr);
+    ncclAllReduce(b.in(), b.in(), n, ncclFloat32, ncclSum, comm, b.stream());
+    ncclSend(b.in(), n, ncclFloat32, peer, comm, b.stream());
+    ncclRecv(b.out(), n, ncclFloat32, peer, comm, b.stream());
     return ncclGroupEnd();
   }
-  return ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat32, ncclSum, comm, nullptr);
+  return ncclAllReduce(b.in(), b.in(), n, ncclFloat32, ncclSum, comm, b.stream());
 }
 
 int scenarioAbortThread(const std::string& point, int rounds) {
+  if (gDevice) gpu::start(gRank);
   std::mt19937 rng(1234 + gRank);
   Worst worst;
   if (point == "init") {
@@ -137,11 +171,12 @@ int scenarioAbortThread(const std::string& point, int rounds) {
     }
   } else {
     ncclComm_t parent = initComm();
+    Buffers b(8192);
     for (int r = 0; r < rounds; ++r) {
       ncclComm_t comm = nullptr;
       EXPECT_OK(ncclCommSplit(parent, 0, gRank, &comm, nullptr));
       if (point != "connect") barrier(comm);  // connections exist: the wait is in the engine
-      if (gRank == 0) abortWhileBlocked(comm, [&] { return blockedCall(point, comm, 1); }, rng, &worst);
+      if (gRank == 0) abortWhileBlocked(comm, [&] { return blockedCall(point, comm, 1, b); }, rng, &worst);
       barrier(parent);
       if (gRank != 0) EXPECT_OK(ncclCommDestroy(comm));  // failed (rank 0 aborted): destroy still works
     }
@@ -175,7 +210,8 @@ int scenarioAbortThreadLocal(int rounds) {
       EXPECT_OK(ncclAllReduce(&v, &v, 1, ncclInt64, ncclSum, comms[0], nullptr));
       b.join();
     }
-    abortWhileBlocked(comms[0], [&] { return blockedCall(point, comms[0], 1); }, rng, &worst);
+    Buffers b(8192);
+    abortWhileBlocked(comms[0], [&] { return blockedCall(point, comms[0], 1, b); }, rng, &worst);
     EXPECT_OK(ncclCommAbort(comms[1]));
   }
   say("SUMMARY abort-thread-local rounds %d worst abort %.3f s worst return %.3f s\n", rounds, worst.abortSecs,
@@ -187,22 +223,23 @@ int scenarioAbortThreadLocal(int rounds) {
 // ---- a rank dies --------------------------------------------------------------------------
 
 // One call of `coll` on host buffers of `count` floats; the buffers are sized for any collective.
-ncclResult_t callOnce(braid::check::Collective coll, ncclComm_t comm, std::vector<float>& in, std::vector<float>& out,
-                      size_t count) {
+ncclResult_t callOnce(braid::check::Collective coll, ncclComm_t comm, Buffers& b, size_t count) {
   using C = braid::check::Collective;
+  float *in = b.in(), *out = b.out();
+  cudaStream_t s = b.stream();
   switch (coll) {
-    case C::AllReduce: return ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm, nullptr);
-    case C::AllGather: return ncclAllGather(in.data(), out.data(), count, ncclFloat32, comm, nullptr);
-    case C::ReduceScatter: return ncclReduceScatter(in.data(), out.data(), count, ncclFloat32, ncclSum, comm, nullptr);
-    case C::Broadcast: return ncclBroadcast(in.data(), out.data(), count, ncclFloat32, 0, comm, nullptr);
-    case C::Reduce: return ncclReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, 0, comm, nullptr);
-    case C::AlltoAll: return ncclAlltoAll(in.data(), out.data(), count, ncclFloat32, comm, nullptr);
-    case C::Gather: return ncclGather(in.data(), out.data(), count, ncclFloat32, 0, comm, nullptr);
-    case C::Scatter: return ncclScatter(in.data(), out.data(), count, ncclFloat32, 0, comm, nullptr);
+    case C::AllReduce: return ncclAllReduce(in, out, count, ncclFloat32, ncclSum, comm, s);
+    case C::AllGather: return ncclAllGather(in, out, count, ncclFloat32, comm, s);
+    case C::ReduceScatter: return ncclReduceScatter(in, out, count, ncclFloat32, ncclSum, comm, s);
+    case C::Broadcast: return ncclBroadcast(in, out, count, ncclFloat32, 0, comm, s);
+    case C::Reduce: return ncclReduce(in, out, count, ncclFloat32, ncclSum, 0, comm, s);
+    case C::AlltoAll: return ncclAlltoAll(in, out, count, ncclFloat32, comm, s);
+    case C::Gather: return ncclGather(in, out, count, ncclFloat32, 0, comm, s);
+    case C::Scatter: return ncclScatter(in, out, count, ncclFloat32, 0, comm, s);
     case C::SendRecv:
       ncclGroupStart();
-      ncclSend(in.data(), count, ncclFloat32, (gRank + 1) % gN, comm, nullptr);
-      ncclRecv(out.data(), count, ncclFloat32, (gRank + gN - 1) % gN, comm, nullptr);
+      ncclSend(in, count, ncclFloat32, (gRank + 1) % gN, comm, s);
+      ncclRecv(out, count, ncclFloat32, (gRank + gN - 1) % gN, comm, s);
       return ncclGroupEnd();
   }
   return ncclInternalError;
@@ -236,9 +273,10 @@ int scenarioDie(const std::string& collName, int victim, int delayUs, bool unrea
       return 0;
     }
   }
+  if (gDevice) gpu::start(gRank);
   ncclComm_t comm = initComm();
   size_t count = 1 << 15;
-  std::vector<float> in(count * gN, 1.0f), out(count * gN);
+  Buffers b(count * gN);
   if (gRank == victim) {
     std::thread([delayUs] {
       std::this_thread::sleep_for(std::chrono::microseconds(delayUs));
@@ -249,7 +287,7 @@ int scenarioDie(const std::string& collName, int victim, int delayUs, bool unrea
   }
   auto start = Clock::now();
   for (uint64_t i = 0;; ++i) {
-    ncclResult_t rc = callOnce(coll, comm, in, out, count);
+    ncclResult_t rc = settle(callOnce(coll, comm, b, count), comm);
     if (rc != ncclSuccess) {
       say("LEARNED %lld rc=%d after %llu calls | %s\n", static_cast<long long>(wallNs()), rc,
           static_cast<unsigned long long>(i), ncclGetLastError(comm));
@@ -282,12 +320,12 @@ int scenarioDieInSetup(int victim, const std::string& point) {
 // Rank 1 joins #2 (a broadcast from rank 0 along the ring) 3.5 s late: the ranks after it
 // wait for its data, rank 0 only for the check of its call (it can complete).
 int scenarioHang() {
+  if (gDevice) gpu::start(gRank);
   ncclComm_t comm = initComm();
-  barrier(comm);  // #1 ncclAllReduce
-  std::vector<float> buf(1024, float(gRank));
+  barrier(comm);  // #1 ncclAllReduce (host memory)
+  Buffers b(1024);
   if (gRank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(3500));
-  EXPECT_OK(ncclBroadcast(buf.data(), buf.data(), buf.size(), ncclFloat32, 0, comm, nullptr));  // #2
-  EXPECT_TRUE(buf[7] == 0.0f);
+  EXPECT_OK(settle(ncclBroadcast(b.in(), b.in(), 1024, ncclFloat32, 0, comm, b.stream()), comm));  // #2
   barrier(comm);  // #3: nobody leaves before everyone answered the reports
   EXPECT_OK(ncclCommDestroy(comm));
   say("OK\n");
@@ -307,35 +345,70 @@ int scenarioReportSignal() {
   return 0;
 }
 
+// ---- what the call check costs ------------------------------------------------------------
+
+// Two ranks as threads of this process (-np 1): ITERS 8-byte all-reduces, each waited for;
+// the mean time per call. Run with BRAID_CHECK_CALLS=-1 (no check), 0 (host calls only, the
+// default) and 1 (device calls too) to see what the check costs.
+int scenarioCallCost(int iters) {
+  ncclUniqueId id;
+  EXPECT_OK(ncclGetUniqueId(&id));
+  double perCall[2] = {0, 0};
+  auto rank = [&](int r) {
+    gRank = r;
+    if (gDevice) gpu::start(r);
+    ncclComm_t comm = nullptr;
+    EXPECT_OK(ncclCommInitRank(&comm, 2, id, r));
+    Buffers b(16);
+    for (int i = 0; i < 100; ++i) EXPECT_OK(settle(ncclAllReduce(b.in(), b.out(), 2, ncclFloat32, ncclSum, comm, b.stream()), comm));
+    auto t0 = Clock::now();
+    for (int i = 0; i < iters; ++i)
+      EXPECT_OK(settle(ncclAllReduce(b.in(), b.out(), 2, ncclFloat32, ncclSum, comm, b.stream()), comm));
+    perCall[r] = secondsSince(t0) * 1e6 / iters;
+    EXPECT_OK(ncclCommDestroy(comm));
+  };
+  std::thread t1(rank, 1);
+  rank(0);
+  t1.join();
+  const char* check = std::getenv("BRAID_CHECK_CALLS");
+  say("SUMMARY call-cost %s memory BRAID_CHECK_CALLS=%s: %.2f us per 8-byte all-reduce (2 ranks as threads, %d calls)\n",
+      gDevice ? "device" : "host", check ? check : "unset", std::max(perCall[0], perCall[1]), iters);
+  say("OK\n");
+  return 0;
+}
+
 // ---- mismatched calls ---------------------------------------------------------------------
 
 int scenarioMismatch(const std::string& kind) {
+  if (gDevice) gpu::start(gRank);
   ncclComm_t comm = initComm();
   barrier(comm);
-  std::vector<float> buf(4096 * gN, 1.0f), out(4096 * gN);
-  std::vector<int32_t> ints(4096, 1);
+  Buffers b(4096 * gN);
+  float *buf = b.in(), *out = b.out();
+  int32_t* ints = reinterpret_cast<int32_t*>(out);
+  cudaStream_t st = b.stream();
   size_t count = 1024;
   ncclResult_t rc = ncclSuccess;
   bool odd = gRank % 2 == 1;
   if (kind == "bcast-root") {
-    rc = ncclBroadcast(buf.data(), out.data(), count, ncclFloat32, gRank % 2, comm, nullptr);
+    rc = ncclBroadcast(buf, out, count, ncclFloat32, gRank % 2, comm, st);
   } else if (kind == "reduce-root") {
-    rc = ncclReduce(buf.data(), out.data(), count, ncclFloat32, ncclSum, gRank % 2, comm, nullptr);
+    rc = ncclReduce(buf, out, count, ncclFloat32, ncclSum, gRank % 2, comm, st);
   } else if (kind == "coll") {
-    rc = gRank == 0 ? ncclAllReduce(buf.data(), out.data(), count, ncclFloat32, ncclSum, comm, nullptr)
-                    : ncclBroadcast(buf.data(), out.data(), count, ncclFloat32, 0, comm, nullptr);
+    rc = gRank == 0 ? ncclAllReduce(buf, out, count, ncclFloat32, ncclSum, comm, st)
+                    : ncclBroadcast(buf, out, count, ncclFloat32, 0, comm, st);
   } else if (kind == "count") {
-    rc = ncclAllReduce(buf.data(), out.data(), count + (gRank == 0), ncclFloat32, ncclSum, comm, nullptr);
+    rc = ncclAllReduce(buf, out, count + (gRank == 0), ncclFloat32, ncclSum, comm, st);
   } else if (kind == "type") {
-    rc = gRank == 0 ? ncclAllReduce(ints.data(), ints.data(), count, ncclInt32, ncclSum, comm, nullptr)
-                    : ncclAllReduce(buf.data(), out.data(), count, ncclFloat32, ncclSum, comm, nullptr);
+    rc = gRank == 0 ? ncclAllReduce(ints, ints, count, ncclInt32, ncclSum, comm, st)
+                    : ncclAllReduce(buf, out, count, ncclFloat32, ncclSum, comm, st);
   } else if (kind == "op") {
-    rc = ncclAllReduce(buf.data(), out.data(), count, ncclFloat32, odd ? ncclMax : ncclSum, comm, nullptr);
+    rc = ncclAllReduce(buf, out, count, ncclFloat32, odd ? ncclMax : ncclSum, comm, st);
   } else if (kind == "p2p-count") {
     // Rank 0 sends 1024 to rank 1, which expects 512; the other ranks take no part. Rank 0's
     // send may complete (it fits in the FIFO); its next call must fail.
-    if (gRank == 0) rc = ncclSend(buf.data(), count, ncclFloat32, 1, comm, nullptr);
-    if (gRank == 1) rc = ncclRecv(out.data(), count / 2, ncclFloat32, 0, comm, nullptr);
+    if (gRank == 0) rc = ncclSend(buf, count, ncclFloat32, 1, comm, st);
+    if (gRank == 1) rc = ncclRecv(out, count / 2, ncclFloat32, 0, comm, st);
     if (gRank == 0 && rc == ncclSuccess) {
       say("send returned %d\n", rc);
       auto start = Clock::now();  // the receiver's news travels over the liveness mesh
@@ -344,7 +417,7 @@ int scenarioMismatch(const std::string& kind) {
         EXPECT_OK(ncclCommGetAsyncError(comm, &async));
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
       }
-      rc = ncclAllReduce(buf.data(), out.data(), count, ncclFloat32, ncclSum, comm, nullptr);
+      rc = ncclAllReduce(buf, out, count, ncclFloat32, ncclSum, comm, st);
     }
     if (gRank > 1) {
       // Not involved: told by the mesh (an abort of ours now would fail the others first).
@@ -363,6 +436,7 @@ int scenarioMismatch(const std::string& kind) {
     say("FAIL unknown mismatch class %s\n", kind.c_str());
     return 2;
   }
+  rc = settle(rc, comm);
   say("RESULT rc=%d | %s\n", rc, ncclGetLastError(comm));
   EXPECT_TRUE(rc == ncclInvalidUsage);
   EXPECT_OK(ncclCommAbort(comm));
@@ -378,7 +452,14 @@ int intArg(const std::vector<std::string>& a, size_t i, int fallback) {
 
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
-  std::vector<std::string> a(argv + 1, argv + argc);
+  std::vector<std::string> a;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--memory" && i + 1 < argc) {
+      gDevice = std::string(argv[++i]) == "device";
+      continue;
+    }
+    a.push_back(argv[i]);
+  }
   if (a.empty()) {
     std::fprintf(stderr, "usage: faults_rank <scenario> [args...] (see the file's header)\n");
     return 2;
@@ -392,6 +473,7 @@ int main(int argc, char** argv) {
   gRank = env.rank;
   gN = env.nRanks;
   gId = env.uniqueId;
+  if (gDevice) gpu::loadDriver();  // exits 77 without a GPU
   const std::string& s = a[0];
   if (s == "abort-thread") return scenarioAbortThread(a.size() > 1 ? a[1] : "collective", intArg(a, 2, 10));
   if (s == "abort-thread-local") {
@@ -402,6 +484,7 @@ int main(int argc, char** argv) {
                                      a.size() > 4 && a[4] == "unreaped");
   if (s == "die-in-setup") return scenarioDieInSetup(intArg(a, 1, 1), a.size() > 2 ? a[2] : "host-offer-sent");
   if (s == "hang") return scenarioHang();
+  if (s == "call-cost") return scenarioCallCost(intArg(a, 1, 2000));
   if (s == "report-signal") return scenarioReportSignal();
   if (s == "mismatch") return scenarioMismatch(a.size() > 1 ? a[1] : "coll");
   std::fprintf(stderr, "faults_rank: unknown scenario %s\n", s.c_str());
