@@ -71,6 +71,22 @@ TEST_F(DeviceBadInput, StreamOfAnotherDevice) {
   cudaStreamDestroy(otherStream);
 }
 
+// A count past the end of the device allocation (4 KiB): refused before any kernel runs,
+// for a count one element too large and for huge ones, in place and out of place.
+TEST_F(DeviceBadInput, CountsBeyondTheAllocation) {
+  for (size_t count : {size_t(1025), size_t(1) << 45, size_t(1) << 60}) {
+    expectRejected(ncclAllReduce(dev, dev, count, ncclFloat, ncclSum, comm, stream), "sendbuff");
+    expectRejected(ncclBroadcast(dev, dev, count, ncclFloat, 0, comm, stream), "buff");
+    expectRejected(ncclAllGather(dev, dev, count, ncclFloat, comm, stream), "buff");
+    expectRejected(ncclAlltoAll(dev, dev, count, ncclFloat, comm, stream), "buff");
+    ncclGroupStart();
+    ncclSend(dev, count, ncclFloat, 0, comm, stream);
+    ncclRecv(dev, 8, ncclFloat, 0, comm, stream);
+    expectRejected(ncclGroupEnd(), "sendbuff");
+  }
+  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+}
+
 TEST_F(DeviceBadInput, ValidCallStillWorks) {
   ASSERT_EQ(ncclAllReduce(dev, dev, 256, ncclFloat, ncclSum, comm, stream), ncclSuccess) << ncclGetLastError(nullptr);
   EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
