@@ -11,6 +11,7 @@
 #include "api/device_errors.h"
 #include "api/export.h"
 #include "api/group.h"
+#include "api/resources.h"
 #include "core/comm.h"
 #include "core/config.h"
 #include "core/env.h"
@@ -44,9 +45,22 @@ uint64_t mixSecret(uint64_t secret, uint64_t salt) {
 // Runs `job` now (blocking), in the background (non-blocking), or at ncclGroupEnd.
 ncclResult_t launchInit(ncclComm* comm, std::function<ncclResult_t()> job) {
   auto wrapped = [comm, job]() {
-    ncclResult_t rc = job();
-    comm->state.store(rc == ncclSuccess ? ncclComm::State::Ready : ncclComm::State::Failed);
-    comm->asyncError.store(rc);
+    ncclResult_t rc = ncclInternalError;
+    try {
+      rc = job();
+    } catch (const std::exception& e) {  // no exception may leave an init (its thread, or the caller's)
+      rc = fail(ncclInternalError, "ncclCommInitRank (rank %d): %s", comm->rank, e.what());
+    }
+    // The liveness monitor may have failed the communicator already (a peer died as init
+    // ended): that stays.
+    ncclComm::State initializing = ncclComm::State::Initializing;
+    if (rc != ncclSuccess) {
+      comm->state.store(ncclComm::State::Failed);
+      comm->asyncError.store(rc);
+    } else if (comm->state.compare_exchange_strong(initializing, ncclComm::State::Ready)) {
+      ncclResult_t inProgress = ncclInProgress;
+      comm->asyncError.compare_exchange_strong(inProgress, ncclSuccess);
+    }
     return rc;
   };
   if (braid::api::inGroup()) {
@@ -80,7 +94,10 @@ ncclResult_t closeComm(ncclComm* comm, bool abort, const char* caller) {
   bool drained = true;
   BRAID_CHECK(braid::beginTeardown(comm, abort, caller, kDrainSeconds, &drained));
   if (!drained) return ncclSuccess;
-  braid::teardownComm(comm, /*abort=*/comm->abortFlag.load());
+  bool aborted = comm->abortFlag.load();  // also a destroy that interrupted calls in flight
+  braid::stopLiveness(comm, aborted);  // first: the monitor may signal the device
+  braid::api::destroyResources(comm, aborted);
+  braid::teardownComm(comm);
   delete comm;
   return ncclSuccess;
 }
@@ -124,7 +141,8 @@ ncclResult_t initRank(const char* caller, ncclComm_t* out, int nranks, const ncc
   ncclResult_t rc = launchInit(comm, [comm, nranks, id, rank, dev]() {
     if (dev >= 0 && cudaSetDevice(dev) != cudaSuccess)
       return fail(ncclUnhandledCudaError, "ncclCommInitRank (rank %d): cudaSetDevice(%d) failed", rank, dev);
-    return braid::initRankSync(comm, nranks, id, rank, dev);
+    BRAID_CHECK(braid::initRankSync(comm, nranks, id, rank, dev));
+    return braid::api::createResources(comm);
   });
   return finishInit(comm, out, rc);
 }
@@ -160,7 +178,8 @@ ncclResult_t initChild(ncclComm* parent, bool participates, uint64_t salt,
     std::vector<int> members;
     BRAID_CHECK(decide(&members));
     int myIndex = static_cast<int>(std::find(members.begin(), members.end(), parent->rank) - members.begin());
-    return braid::initDerivedSync(parent, child, members, myIndex, secret);
+    BRAID_CHECK(braid::initDerivedSync(parent, child, members, myIndex, secret));
+    return braid::api::createResources(child);
   });
   return finishInit(child, out, rc);
 }

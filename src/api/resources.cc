@@ -1,6 +1,6 @@
 // Per-communicator resources: ring order from the topology, and the transports, which
 // connect lazily on first use.
-#include "core/resources.h"
+#include "api/resources.h"
 
 #include <numeric>
 
@@ -11,12 +11,7 @@
 #include "host/host_transport.h"
 #include "topo/topo.h"
 
-ncclComm::ncclComm() = default;
-ncclComm::~ncclComm() {
-  if (initThread.joinable()) initThread.join();
-}
-
-namespace braid {
+namespace braid::api {
 
 namespace {
 
@@ -51,10 +46,14 @@ ncclResult_t chooseRing(ncclComm* comm) {
 
 ncclResult_t createResources(ncclComm* comm) {
   BRAID_CHECK(chooseRing(comm));
-  BRAID_CHECK(api::CommTuning::create(comm, &comm->tuning));  // NCCL_ALGO/NCCL_PROTO: a bad value fails init
-  comm->host = std::make_unique<HostTransport>(comm);
-  comm->hostPlans = std::make_unique<api::PlanCache>();
-  comm->devicePlans = std::make_unique<api::PlanCache>();
+  std::unique_ptr<CommTuning> tuning;
+  BRAID_CHECK(CommTuning::create(comm, &tuning));  // NCCL_ALGO/NCCL_PROTO: a bad value fails init
+  comm->tuning = std::move(tuning);
+  comm->host = std::make_shared<HostTransport>(comm);
+  comm->hostPlans = std::make_shared<PlanCache>();
+  comm->devicePlans = std::make_shared<PlanCache>();
+  BRAID_INFO(kInit, "comm %p rank %d nRanks %d cudaDev %d busId %s - Init COMPLETE", static_cast<void*>(comm),
+             comm->rank, comm->nRanks, comm->cudaDev, comm->peers[comm->rank].busId[0] ? comm->peers[comm->rank].busId : "host");
   return ncclSuccess;
 }
 
@@ -65,4 +64,4 @@ void destroyResources(ncclComm* comm, bool abort) {
   comm->host.reset();
 }
 
-}  // namespace braid
+}  // namespace braid::api

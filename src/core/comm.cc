@@ -11,7 +11,11 @@
 
 #include "core/env.h"
 #include "core/log.h"
-#include "core/resources.h"
+
+ncclComm::ncclComm() = default;
+ncclComm::~ncclComm() {
+  if (initThread.joinable()) initThread.join();
+}
 
 namespace braid {
 namespace {
@@ -195,7 +199,7 @@ ncclResult_t initRankSync(ncclComm* comm, int nRanks, const ncclUniqueId& id, in
   BRAID_CHECK(TcpBootstrap::connectViaRoot(content, self, env::initTimeoutSeconds(), &comm->abortFlag,
                                            &comm->bootstrap, &peers));
   comm->peers = std::move(peers);
-  return setupCommResources(comm);
+  return finishBootstrap(comm);
 }
 
 ncclResult_t initDerivedSync(ncclComm* parent, ncclComm* child, const std::vector<int>& members, int myIndex,
@@ -224,10 +228,10 @@ ncclResult_t initDerivedSync(ncclComm* parent, ncclComm* child, const std::vecto
   for (int i = 0; i < n; ++i) peers[i] = byParentRank[members[i]];
   child->bootstrap = TcpBootstrap::fromPeers(myIndex, peers, secret, listenFd);
   child->peers = std::move(peers);
-  return setupCommResources(child);
+  return finishBootstrap(child);
 }
 
-ncclResult_t setupCommResources(ncclComm* comm) {
+ncclResult_t finishBootstrap(ncclComm* comm) {
   for (const PeerInfo& p : comm->peers)
     if (p.libraryVersion != NCCL_VERSION_CODE)
       return fail(ncclInvalidUsage, "ncclCommInitRank (rank %d): rank %d runs another library version (%d vs %d).",
@@ -235,16 +239,14 @@ ncclResult_t setupCommResources(ncclComm* comm) {
   // Liveness first: from here a peer's death ends every wait for it, the setup's too.
   BRAID_CHECK(comm->liveness->start(comm));
   comm->bootstrap->watch(&comm->abortFlag, comm->liveness->lostFlags());
-  BRAID_CHECK(createResources(comm));
-  BRAID_INFO(kInit, "comm %p rank %d nRanks %d cudaDev %d busId %s - Init COMPLETE", static_cast<void*>(comm),
-             comm->rank, comm->nRanks, comm->cudaDev, comm->peers[comm->rank].busId[0] ? comm->peers[comm->rank].busId : "host");
   return ncclSuccess;
 }
 
-void teardownComm(ncclComm* comm, bool abort) {
-  // The monitor first: it may signal the device, and a goodbye tells the peers this is no death.
+void stopLiveness(ncclComm* comm, bool abort) {
   if (comm->liveness) comm->liveness->stop(abort);
-  destroyResources(comm, abort);
+}
+
+void teardownComm(ncclComm* comm) {
   comm->liveness.reset();
   comm->bootstrap.reset();
 }

@@ -74,15 +74,17 @@ struct ncclComm {
   std::mutex userOpsMutex;
   std::vector<BraidUserOp> userOps;
 
-  std::unique_ptr<braid::HostTransport> host;
-  std::unique_ptr<braid::api::PlanCache> hostPlans;
-  std::unique_ptr<braid::api::PlanCache> devicePlans;  // GPU executor plans (other lane sizes)
-  std::unique_ptr<braid::api::CommTuning> tuning;   // every algorithm/protocol/channel choice
+  // Made by the layers above (src/api, src/host). shared_ptr: its deleter is bound where the
+  // object is made, so core destroys them without seeing their types.
+  std::shared_ptr<braid::HostTransport> host;
+  std::shared_ptr<braid::api::PlanCache> hostPlans;
+  std::shared_ptr<braid::api::PlanCache> devicePlans;  // GPU executor plans (other lane sizes)
+  std::shared_ptr<braid::api::CommTuning> tuning;      // every algorithm/protocol/channel choice
   std::unique_ptr<braid::DeviceResources> device;  // set and reset under deviceMutex
   std::mutex deviceMutex;                           // against the monitor thread's abort signal
 
   ncclComm();
-  ~ncclComm();  // in src/api/resources.cc, where the transports are complete types
+  ~ncclComm();
 };
 
 namespace braid {
@@ -127,15 +129,19 @@ std::string commFailureText(ncclComm* comm);
 // Installs the GPU resources (under deviceMutex; a failure already known aborts them at once).
 void setCommDevice(ncclComm* comm, DeviceResources* device);
 
-// Creates this rank's communicator through the root named in `id` (the body of InitRank).
+// The core half of init: this rank's bootstrap through the root named in `id`, the peers'
+// table and the liveness mesh (the body of InitRank before src/api adds its resources).
 ncclResult_t initRankSync(ncclComm* comm, int nRanks, const ncclUniqueId& id, int rank, int cudaDev);
 // Derived communicator among `members` (ranks of `parent`, in new-rank order); `myIndex` is
 // this rank's position. Used by split and shrink.
 ncclResult_t initDerivedSync(ncclComm* parent, ncclComm* child, const std::vector<int>& members, int myIndex,
                              uint64_t secret);
-// Everything after the bootstrap: topology, transports. Shared by both init paths.
-ncclResult_t setupCommResources(ncclComm* comm);
-// Stops and frees the resources; `abort` skips waiting on peers.
-void teardownComm(ncclComm* comm, bool abort);
+// After the bootstrap (both init paths): library versions agree, the liveness mesh is up.
+ncclResult_t finishBootstrap(ncclComm* comm);
+// Teardown, in this order: stopLiveness (a goodbye, or this rank's abort, to the peers; the
+// monitor no longer touches the communicator), src/api's resources, then teardownComm (the
+// bootstrap and the mesh's sockets).
+void stopLiveness(ncclComm* comm, bool abort);
+void teardownComm(ncclComm* comm);
 
 }  // namespace braid

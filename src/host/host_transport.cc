@@ -1,5 +1,6 @@
 #include "host/host_transport.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -26,13 +27,31 @@ struct Offer {
 
 // The segment of connection (channel, sender -> receiver): a name both ends can compute, so that
 // whichever survives a death during setup removes it. The hash keeps the secret out of /dev/shm.
-std::string segmentName(const ncclComm* comm, int channel, int sender, int receiver) {
+std::string segmentPrefix(const ncclComm* comm) {
   uint64_t h = comm->bootstrap->secret() * 0x9E3779B97F4A7C15ull;
   h ^= h >> 29;
-  char name[64];
-  std::snprintf(name, sizeof(name), "/braid-%016llx-%d-%d-%d", static_cast<unsigned long long>(h), channel, sender,
-                receiver);
-  return name;
+  char prefix[32];
+  std::snprintf(prefix, sizeof(prefix), "braid-%016llx-", static_cast<unsigned long long>(h));
+  return prefix;
+}
+std::string segmentName(const ncclComm* comm, int channel, int sender, int receiver) {
+  return "/" + segmentPrefix(comm) + std::to_string(channel) + "-" + std::to_string(sender) + "-" +
+         std::to_string(receiver);
+}
+
+// Removes the segments a dead rank made as a receiver of this communicator and had not yet
+// offered (a survivor may never have started the setup that would have removed them).
+void removeSegmentsOf(const ncclComm* comm, int dead) {
+  const std::string prefix = segmentPrefix(comm), suffix = "-" + std::to_string(dead);
+  DIR* d = opendir("/dev/shm");
+  if (!d) return;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name.compare(0, prefix.size(), prefix) == 0 && name.size() > suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      (void)shm_unlink(("/" + name).c_str());  // ENOENT: another survivor was first
+  }
+  closedir(d);
 }
 
 bool sameProcess(const ncclComm* comm, int peer) {
@@ -41,6 +60,7 @@ bool sameProcess(const ncclComm* comm, int peer) {
 
 ncclResult_t mapSegment(const char* name, bool create, void** out) {
   int fd = shm_open(name, create ? (O_CREAT | O_EXCL | O_RDWR) : O_RDWR, 0600);
+  if (fd < 0 && !create && errno == ENOENT) return ncclRemoteError;  // the caller says why (the owner gave up)
   if (fd < 0) return fail(ncclSystemError, "host transport: shm_open(%s) failed: %s", name, std::strerror(errno));
   if (create && ftruncate(fd, FifoLayout::kBytes) != 0) {
     int err = errno;
@@ -108,7 +128,11 @@ ncclResult_t HostTransport::attachSenders(const std::set<ConnKey>& sends) {
     } else {
       if (std::memchr(offer.shmName, 0, sizeof(offer.shmName)) == nullptr)
         return fail(ncclInternalError, "host transport (rank %d): rank %d sent a malformed offer", comm_->rank, peer);
-      BRAID_CHECK(mapSegment(offer.shmName, false, &seg.base));
+      ncclResult_t rc = mapSegment(offer.shmName, false, &seg.base);
+      if (rc == ncclRemoteError)  // gone already: the receiver's call failed and it removed the name
+        return fail(ncclRemoteError, "host transport (rank %d): rank %d gave up the connection before this rank "
+                    "could map it (that rank's call failed; see its log).", comm_->rank, peer);
+      BRAID_CHECK(rc);
       // Mapped: the name may go now (the receiver removes it too, after the ack), so that the
       // receiver's death from here on leaves nothing in /dev/shm.
       (void)shm_unlink(offer.shmName);
@@ -161,6 +185,10 @@ HostConnection* HostTransport::recvConn(int channel, int peer) {
 }
 
 void HostTransport::close(bool /*abort*/) {
+  if (comm_->liveness)
+    for (int r = 0; r < comm_->nRanks; ++r)
+      if (comm_->liveness->state(r) == PeerState::Dead && comm_->peers[r].hostHash == comm_->peers[comm_->rank].hostHash)
+        removeSegmentsOf(comm_, r);
   for (auto& [key, seg] : sendSegments_)
     if (!seg.ownedHeap && seg.base && !sameProcess(comm_, key.second)) munmap(seg.base, FifoLayout::kBytes);
   for (auto& [key, seg] : recvSegments_) {
