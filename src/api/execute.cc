@@ -188,6 +188,13 @@ ncclResult_t runHostTasks(std::span<const Task* const> tasks) {
     // The peers' FIFOs may now hold half a collective: the communicator can only be aborted.
     std::string why = lastError();
     for (const Task* t : tasks) markCommFailed(t->comm, rc, why.c_str(), /*cause=*/false);
+    // A peer's failure seen first here (a closed connection, a peer that gave up) is often the
+    // echo of a death elsewhere: name the cause when its news arrives within half a second.
+    if (rc == ncclRemoteError) {
+      const Task& t = *tasks.front();
+      std::string cause = awaitFailureCause(t.comm, 0.5);
+      if (!cause.empty() && cause != why) return fail(rc, "%s (rank %d): %s", t.caller, t.comm->rank, cause.c_str());
+    }
   }
   return rc;
 }

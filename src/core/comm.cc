@@ -153,6 +153,18 @@ std::string commFailureText(ncclComm* comm) {
   return comm->failureText;
 }
 
+std::string awaitFailureCause(ncclComm* comm, double seconds) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(comm->failureMutex);
+      if (comm->failureIsCause) return comm->failureText;
+    }
+    if (std::chrono::steady_clock::now() > deadline || !comm->liveness) return "";
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 void setCommDevice(ncclComm* comm, DeviceResources* device) {
   std::lock_guard<std::mutex> lock(comm->deviceMutex);
   comm->device.reset(device);
@@ -238,7 +250,7 @@ ncclResult_t finishBootstrap(ncclComm* comm) {
                   comm->rank, p.rank, p.libraryVersion, NCCL_VERSION_CODE);
   // Liveness first: from here a peer's death ends every wait for it, the setup's too.
   BRAID_CHECK(comm->liveness->start(comm));
-  comm->bootstrap->watch(&comm->abortFlag, comm->liveness->lostFlags());
+  comm->bootstrap->watch(&comm->abortFlag, comm->liveness->peerStates());
   return ncclSuccess;
 }
 

@@ -126,6 +126,10 @@ ncclResult_t beginTeardown(ncclComm* comm, bool abort, const char* caller, doubl
 void markCommFailed(ncclComm* comm, ncclResult_t result, const char* text, bool cause = true);
 // The failure's text ("" when the communicator has not failed).
 std::string commFailureText(ncclComm* comm);
+// Waits up to `seconds` for the communicator's failure to have a cause (a peer's death seen by
+// the liveness monitor): a call that failed on a closed connection is often the echo of a
+// death whose news is still on its way. The cause's text, or "" when none came.
+std::string awaitFailureCause(ncclComm* comm, double seconds);
 // Installs the GPU resources (under deviceMutex; a failure already known aborts them at once).
 void setCommDevice(ncclComm* comm, DeviceResources* device);
 

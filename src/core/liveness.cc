@@ -26,9 +26,10 @@ constexpr uint32_t kHelloQuery = 0x51525959;  // "QRYY": a one-shot status query
 constexpr uint32_t kNoticeMagic = 0x4e4f5443;  // "NOTC"
 
 enum NoticeKind : uint32_t { kLost = 1, kMismatch = 2, kHang = 3 };
-// Why a rank is gone, in a kLost notice.
-enum LossReason : uint32_t { kDestroyed = 1, kAborted = 2, kDied = 3 };
-static_assert(Liveness::kDestroyed == kDestroyed && Liveness::kAborted == kAborted && Liveness::kDied == kDied);
+// Why a rank is gone, in a kLost notice (Liveness::kDestroyed, kAborted, kDied).
+constexpr uint32_t kDestroyed = Liveness::kDestroyed, kAborted = Liveness::kAborted, kDied = Liveness::kDied;
+// core/socket.cc reads the states: 1 left (a grace for its last bytes), 2 dead (at once).
+static_assert(uint8_t(PeerState::Departed) == 1 && uint8_t(PeerState::Dead) == 2);
 
 constexpr int kPollMs = 100;                 // the monitor's tick: hang checks, signals, deadlines
 constexpr double kHelloSeconds = 0.5;        // a connection must say who it is this fast
@@ -176,10 +177,8 @@ ncclResult_t Liveness::start(ncclComm* comm) {
   secret_ = comm->bootstrap->secret();
   hangTimeout_ = env::getDouble("BRAID_HANG_TIMEOUT", 30.0);
   state_.reset(new std::atomic<uint8_t>[n_]);
-  lostFlags_.reset(new std::atomic<bool>[n_]);
   for (int r = 0; r < n_; ++r) {
     state_[r].store(0);
-    lostFlags_[r].store(false);
   }
   reasons_.assign(n_, "");
   out_.assign(n_, -1);
@@ -326,7 +325,6 @@ void Liveness::peerLost(int rank, uint32_t why, const std::string& reason, bool 
     markCommFailed(comm_, ncclRemoteError, text, why == kDied);
   }
   state_[rank].store(static_cast<uint8_t>(how), std::memory_order_release);
-  lostFlags_[rank].store(true, std::memory_order_release);
   if (how == PeerState::Departed) {
     int none = -1;
     firstDeparted_.compare_exchange_strong(none, rank);

@@ -49,9 +49,8 @@ class Liveness {
 
   PeerState state(int rank) const { return static_cast<PeerState>(state_[rank].load(std::memory_order_acquire)); }
   bool lost(int rank) const { return state(rank) != PeerState::Alive; }
-  // Set when `rank` is dead or departed: bootstrap waits for that rank end at once.
-  const std::atomic<bool>* lostFlag(int rank) const { return &lostFlags_[rank]; }
-  const std::atomic<bool>* lostFlags() const { return lostFlags_.get(); }
+  // Every rank's PeerState, for bootstrap waits (core/socket.h): a wait for a dead rank ends.
+  const std::atomic<uint8_t>* peerStates() const { return state_.get(); }
   // The first departed rank, or -1 (collectives cannot complete without it).
   int firstDeparted() const { return firstDeparted_.load(std::memory_order_acquire); }
   // What this rank knows of `rank`'s end ("died (seen by rank 2)", "destroyed its communicator").
@@ -112,7 +111,6 @@ class Liveness {
   std::vector<Clock::time_point> outClosedAt_;
   std::vector<Pending> pending_;         // accepted, hello not read yet
   std::unique_ptr<std::atomic<uint8_t>[]> state_;
-  std::unique_ptr<std::atomic<bool>[]> lostFlags_;
   std::atomic<int> firstDeparted_{-1};
   mutable std::mutex reasonMutex_;
   std::vector<std::string> reasons_;

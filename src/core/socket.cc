@@ -146,22 +146,26 @@ ncclResult_t listenOn(SocketAddress* addr, int* fd) {
 namespace {
 
 // Waits until fd is ready for `events`, the deadline passes, or abort is set (checked every
-// 50 ms). When the peer is known lost, the wait still takes what it sent before it went (its
-// goodbye may overtake its last bytes on another connection) for kLostGrace, then fails.
-constexpr auto kLostGrace = std::chrono::seconds(1);
+// 50 ms). What a lost peer sent before it went is still taken: a wait for a peer that died ends
+// once nothing is ready; for one that left, kLeftGrace later (its goodbye may overtake its last
+// bytes on another connection).
+constexpr auto kLeftGrace = std::chrono::seconds(1);
+constexpr uint8_t kPeerLeft = 1, kPeerDied = 2;  // core/liveness.h's PeerState
 ncclResult_t waitReady(int fd, short events, Deadline deadline, const std::atomic<bool>* abortFlag,
-                       const std::atomic<bool>* peerLost) {
+                       const std::atomic<uint8_t>* peerState) {
   Deadline lostBy = Deadline::max();
-  for (;;) {
+  for (bool first = true;; first = false) {
     if (abortFlag && abortFlag->load(std::memory_order_relaxed)) return ncclInvalidUsage;
-    if (peerLost && lostBy == Deadline::max() && peerLost->load(std::memory_order_relaxed))
-      lostBy = Clock::now() + kLostGrace;
+    uint8_t state = peerState ? peerState->load(std::memory_order_acquire) : 0;
+    if (state == kPeerDied && !first) return ncclRemoteError;  // the poll before found nothing
+    if (state == kPeerLeft && lostBy == Deadline::max()) lostBy = Clock::now() + kLeftGrace;
     auto now = Clock::now();
     if (now >= lostBy) return ncclRemoteError;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(std::min(deadline, lostBy) - now).count();
     if (left <= 0 && now >= deadline) return ncclInProgress;
     pollfd p{fd, events, 0};
-    int rc = poll(&p, 1, static_cast<int>(std::clamp<int64_t>(left, 0, 50)));
+    int wait = state == kPeerDied ? 0 : static_cast<int>(std::clamp<int64_t>(left, 0, 50));
+    int rc = poll(&p, 1, wait);
     if (rc > 0) return ncclSuccess;
     if (rc < 0 && errno != EINTR) return fail(ncclSystemError, "bootstrap: poll failed: %s", std::strerror(errno));
   }
@@ -175,13 +179,13 @@ void tuneSocket(int fd) {
 }  // namespace
 
 ncclResult_t connectTo(const SocketAddress& addr, Deadline deadline, const std::atomic<bool>* abortFlag, int* fd,
-                       const std::atomic<bool>* peerLost) {
+                       const std::atomic<uint8_t>* peerState) {
   for (int attempt = 0;; ++attempt) {
     int s = socket(addr.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (s < 0) return fail(ncclSystemError, "bootstrap: socket() failed: %s", std::strerror(errno));
     int rc = connect(s, &addr.sa, addr.length());
     if (rc != 0 && errno == EINPROGRESS) {
-      ncclResult_t w = waitReady(s, POLLOUT, deadline, abortFlag, peerLost);
+      ncclResult_t w = waitReady(s, POLLOUT, deadline, abortFlag, peerState);
       if (w != ncclSuccess) { close(s); return w; }
       int err = 0;
       socklen_t len = sizeof(err);
@@ -204,16 +208,16 @@ ncclResult_t connectTo(const SocketAddress& addr, Deadline deadline, const std::
     if (err != ECONNREFUSED && err != ETIMEDOUT && err != EAGAIN && err != ECONNRESET)
       return fail(ncclSystemError, "bootstrap: connect to %s failed: %s", addr.toString().c_str(), std::strerror(err));
     if (abortFlag && abortFlag->load()) return ncclInvalidUsage;
-    if (peerLost && peerLost->load()) return ncclRemoteError;  // its listener is closed: nothing to take
+    if (peerState && peerState->load()) return ncclRemoteError;  // its listener is closed: nothing to take
     if (Clock::now() >= deadline) return ncclInProgress;
     std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100, 5 + attempt * 5)));
   }
 }
 
 ncclResult_t acceptBefore(int listenFd, Deadline deadline, const std::atomic<bool>* abortFlag, int* fd,
-                          const std::atomic<bool>* peerLost) {
+                          const std::atomic<uint8_t>* peerState) {
   for (;;) {
-    ncclResult_t w = waitReady(listenFd, POLLIN, deadline, abortFlag, peerLost);
+    ncclResult_t w = waitReady(listenFd, POLLIN, deadline, abortFlag, peerState);
     if (w != ncclSuccess) return w;
     int s = accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC);
     if (s >= 0) {
@@ -227,10 +231,10 @@ ncclResult_t acceptBefore(int listenFd, Deadline deadline, const std::atomic<boo
 }
 
 ncclResult_t sendAll(int fd, const void* data, size_t size, Deadline deadline, const std::atomic<bool>* abortFlag,
-                     const std::atomic<bool>* peerLost) {
+                     const std::atomic<uint8_t>* peerState) {
   const char* p = static_cast<const char*>(data);
   while (size > 0) {
-    ncclResult_t w = waitReady(fd, POLLOUT, deadline, abortFlag, peerLost);
+    ncclResult_t w = waitReady(fd, POLLOUT, deadline, abortFlag, peerState);
     if (w != ncclSuccess) return w;
     ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
@@ -245,10 +249,10 @@ ncclResult_t sendAll(int fd, const void* data, size_t size, Deadline deadline, c
 }
 
 ncclResult_t recvAll(int fd, void* data, size_t size, Deadline deadline, const std::atomic<bool>* abortFlag,
-                     const std::atomic<bool>* peerLost) {
+                     const std::atomic<uint8_t>* peerState) {
   char* p = static_cast<char*>(data);
   while (size > 0) {
-    ncclResult_t w = waitReady(fd, POLLIN, deadline, abortFlag, peerLost);
+    ncclResult_t w = waitReady(fd, POLLIN, deadline, abortFlag, peerState);
     if (w != ncclSuccess) return w;
     ssize_t n = ::recv(fd, p, size, MSG_DONTWAIT);
     if (n == 0) return ncclRemoteError;

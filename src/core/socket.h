@@ -41,21 +41,22 @@ bool interfaceMatches(const std::string& name, const std::string& list);
 
 // A listening socket on `addr` (port 0 = ephemeral); the bound address is written back.
 ncclResult_t listenOn(SocketAddress* addr, int* fd);
-// Every wait below ends early when `abortFlag` is set (ncclInvalidUsage) or `peerLost` is set
-// (ncclRemoteError: the liveness monitor knows the peer waited for is dead or gone); either
-// may be null.
+// Every wait below ends early when `abortFlag` is set (ncclInvalidUsage), or with
+// ncclRemoteError when `peerState` (the liveness monitor's PeerState of the peer waited for)
+// says it is gone: at once when it died (2), after a grace of a second when it left (1), to
+// take what it sent before its goodbye, which may overtake its last bytes. Either may be null.
 // Connects, retrying refused connections until the deadline.
 ncclResult_t connectTo(const SocketAddress& addr, Deadline deadline, const std::atomic<bool>* abortFlag,
-                       int* fd, const std::atomic<bool>* peerLost = nullptr);
+                       int* fd, const std::atomic<uint8_t>* peerState = nullptr);
 // Accepts one connection, or fails at the deadline. Returns ncclInProgress on timeout.
 ncclResult_t acceptBefore(int listenFd, Deadline deadline, const std::atomic<bool>* abortFlag, int* fd,
-                          const std::atomic<bool>* peerLost = nullptr);
+                          const std::atomic<uint8_t>* peerState = nullptr);
 // Sends/receives exactly `size` bytes. A closed peer gives ncclRemoteError, the deadline
 // ncclInProgress (the caller names what it was waiting for), abort ncclInvalidUsage.
 ncclResult_t sendAll(int fd, const void* data, size_t size, Deadline deadline, const std::atomic<bool>* abortFlag,
-                     const std::atomic<bool>* peerLost = nullptr);
+                     const std::atomic<uint8_t>* peerState = nullptr);
 ncclResult_t recvAll(int fd, void* data, size_t size, Deadline deadline, const std::atomic<bool>* abortFlag,
-                     const std::atomic<bool>* peerLost = nullptr);
+                     const std::atomic<uint8_t>* peerState = nullptr);
 void closeFd(int& fd);
 
 }  // namespace braid

@@ -83,7 +83,7 @@ ncclResult_t TcpBootstrap::connectViaRoot(const UniqueIdContent& id, PeerInfo se
 ncclResult_t TcpBootstrap::explain(ncclResult_t rc, const char* what, int peer) {
   if (rc == ncclSuccess) return rc;
   if (abort_->load()) return fail(ncclInvalidUsage, "bootstrap (rank %d): %s rank %d interrupted by abort", rank_, what, peer);
-  if (rc == ncclRemoteError && lost_ && lost_[peer].load())
+  if (rc == ncclRemoteError && lost_ && lost_[peer].load() != 0)
     return fail(ncclRemoteError, "bootstrap (rank %d): %s rank %d failed: rank %d is gone (the liveness monitor saw it "
                 "die or leave).", rank_, what, peer, peer);
   if (rc == ncclInProgress)

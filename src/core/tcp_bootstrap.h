@@ -38,11 +38,12 @@ class TcpBootstrap final : public Bootstrap {
   ncclResult_t recv(int peer, uint32_t tag, void* data, size_t size) override;
   ncclResult_t barrier() override;
   // Every wait then ends when `abortFlag` is set (the communicator's: ncclCommAbort from any
-  // thread), and a wait for rank r when lostFlags[r] is set (the liveness monitor's). Called
+  // thread), and a wait for rank r when peerStates[r] says it is gone (the liveness monitor's
+  // PeerState per rank). Called
   // once, before other threads can use the bootstrap; both outlive it.
-  void watch(const std::atomic<bool>* abortFlag, const std::atomic<bool>* lostFlags) {
+  void watch(const std::atomic<bool>* abortFlag, const std::atomic<uint8_t>* peerStates) {
     abort_ = abortFlag;
-    lost_ = lostFlags;
+    lost_ = peerStates;
   }
 
   // Ring all-gather among `members` only (sorted ranks that include this one).
@@ -64,8 +65,8 @@ class TcpBootstrap final : public Bootstrap {
   double timeout_;
   std::atomic<bool> neverAborted_{false};
   const std::atomic<bool>* abort_ = &neverAborted_;
-  const std::atomic<bool>* lost_ = nullptr;
-  const std::atomic<bool>* lostFlag(int peer) const { return lost_ ? &lost_[peer] : nullptr; }
+  const std::atomic<uint8_t>* lost_ = nullptr;
+  const std::atomic<uint8_t>* lostFlag(int peer) const { return lost_ ? &lost_[peer] : nullptr; }
   std::mutex mutex_;
   std::vector<int> sendFd_, recvFd_;
   std::map<std::pair<int, uint32_t>, std::deque<std::vector<char>>> unexpected_;
