@@ -59,11 +59,21 @@ ncclResult_t TcpBootstrap::connectViaRoot(const UniqueIdContent& id, PeerInfo se
   rc = sendAll(fd, &hello, sizeof(hello), deadline, abortFlag);
   if (rc == ncclSuccess) rc = sendAll(fd, &self, sizeof(self), deadline, abortFlag);
   if (rc == ncclSuccess) rc = recvAll(fd, &reply, sizeof(reply), deadline, abortFlag);
-  if (rc == ncclSuccess && reply.status == ncclSuccess) {
-    peers->resize(reply.nRanks);
+  // Nothing the root sent sizes or indexes anything before it is checked.
+  std::string bad = rc == ncclSuccess ? wire::rootReplyProblem(reply, self.nRanks) : "";
+  if (rc == ncclSuccess && bad.empty() && reply.status == ncclSuccess) {
+    peers->resize(self.nRanks);
     rc = recvAll(fd, peers->data(), peers->size() * sizeof(PeerInfo), deadline, abortFlag);
+    if (rc == ncclSuccess) bad = wire::peerTableProblem(*peers, self.nRanks);
   }
   closeFd(fd);
+  if (!bad.empty()) {
+    close(listenFd);
+    return fail(ncclRemoteError,
+                "ncclCommInitRank (rank %d of %d): the bootstrap root at %s sent a malformed answer (%s). Fix: check "
+                "that every rank and the process that called ncclGetUniqueId run the same braid build.",
+                self.rank, self.nRanks, id.root.toString().c_str(), bad.c_str());
+  }
   if (rc != ncclSuccess || reply.status != ncclSuccess) {
     close(listenFd);
     if (rc == ncclSuccess)
@@ -117,7 +127,7 @@ ncclResult_t TcpBootstrap::acceptOne(Deadline deadline, int waitingFor) {
   ncclResult_t rc = acceptBefore(listenFd_, deadline, &aborted_, &fd);
   if (rc != ncclSuccess) return explain(rc, "waiting for a connection from", waitingFor);
   wire::Hello hello{};
-  rc = recvAll(fd, &hello, sizeof(hello), std::min(deadline, deadlineIn(5.0)), &aborted_);
+  rc = recvAll(fd, &hello, sizeof(hello), std::min(deadline, deadlineIn(wire::kHelloSeconds)), &aborted_);
   if (rc != ncclSuccess || hello.secret != secret_ || hello.kind != wire::kHelloPeer || hello.rank < 0 ||
       hello.rank >= nRanks() || recvFd_[hello.rank] >= 0) {
     BRAID_WARN("bootstrap (rank %d): dropped an incoming connection that did not present this communicator's "
@@ -156,6 +166,12 @@ ncclResult_t TcpBootstrap::recvLocked(int peer, uint32_t tag, void* data, size_t
       return explain(size ? recvAll(recvFd_[peer], data, size, deadline, &aborted_) : ncclSuccess, "receiving from",
                      peer);
     }
+    if (header.size > wire::kMaxBufferedMessageBytes)
+      return fail(ncclRemoteError,
+                  "bootstrap (rank %d): rank %d announced a %llu-byte message for tag %u, more than the %llu bytes a "
+                  "setup message may have: it runs another braid build, or something else reached its socket.",
+                  rank_, peer, static_cast<unsigned long long>(header.size), header.tag,
+                  static_cast<unsigned long long>(wire::kMaxBufferedMessageBytes));
     std::vector<char> msg(header.size);
     rc = recvAll(recvFd_[peer], msg.data(), msg.size(), deadline, &aborted_);
     if (rc != ncclSuccess) return explain(rc, "receiving from", peer);
