@@ -177,7 +177,7 @@ void RootServer::run() {
 }
 
 void RootServer::acceptSome(Deadline now) {
-  for (int i = 0; i < kAcceptBatch; ++i) {
+  for (int i = 0; i < kAcceptBatch && listenFd_ >= 0; ++i) {
     SocketAddress from{};
     socklen_t len = sizeof(sockaddr_in6);
     int fd = accept4(listenFd_, &from.sa, &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -203,9 +203,16 @@ void RootServer::acceptSome(Deadline now) {
     }
     size_t pending = std::count_if(conns_.begin(), conns_.end(), [](const Connection& c) { return c.pending(); });
     if (pending >= kMaxPending) {
-      // Accept order is conns_ order for the pending ones (appended, erased in place).
+      // Accept order is conns_ order for the pending ones (appended, erased in place). Its
+      // hello may have come since the last poll: read it before deciding.
       auto oldest = std::find_if(conns_.begin(), conns_.end(), [](const Connection& c) { return c.pending(); });
-      drop(*oldest, "evicted: " + std::to_string(kMaxPending) + " connections were waiting for their hello");
+      readHello(*oldest, now);
+      if (oldest->pending())
+        drop(*oldest, "evicted: " + std::to_string(kMaxPending) + " connections were waiting for their hello");
+      if (listenFd_ < 0) {  // that hello completed the rendezvous
+        close(fd);
+        return;
+      }
     }
     Connection c;
     c.fd = fd;
