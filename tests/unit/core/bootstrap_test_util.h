@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -106,6 +107,16 @@ inline bool closedWithin(int fd, double seconds) {
     ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
     if (n <= 0) return true;
   }
+}
+
+// True when the other side closes the connection within `seconds` without sending a byte:
+// the root dropped it rather than answering.
+inline bool droppedWithin(int fd, double seconds) {
+  pollfd p{fd, POLLIN, 0};
+  if (poll(&p, 1, static_cast<int>(seconds * 1000)) <= 0) return false;
+  char byte;
+  ssize_t n = ::recv(fd, &byte, 1, 0);
+  return n == 0 || (n < 0 && errno == ECONNRESET);  // a reset: it closed with our bytes unread
 }
 
 // The root's answer to a hello on `fd` (status -1 when none came within `seconds`).
