@@ -73,7 +73,11 @@ std::string describeRank(const PeerInfo& info) {
 // connection, so that no connection can hold up another.
 class RootServer {
  public:
-  RootServer(int listenFd, uint64_t secret) noexcept : listenFd_(listenFd), secret_(secret) {}
+  // `lingerAfterFailure`: keep answering late ranks after a failure, until the rendezvous
+  // deadline. Only for a root of its own id: a fixed NCCL_COMM_ID root must free its port
+  // (and its secret, which is derived from the address) for the next init at once.
+  RootServer(int listenFd, uint64_t secret, bool lingerAfterFailure) noexcept
+      : listenFd_(listenFd), secret_(secret), linger_(lingerAfterFailure) {}
   ~RootServer() {
     for (Connection& c : conns_) closeFd(c.fd);
     closeFd(listenFd_);
@@ -104,6 +108,7 @@ class RootServer {
 
   int listenFd_;
   uint64_t secret_;
+  bool linger_;
   Phase phase_ = Phase::kGathering;
   std::vector<Connection> conns_;
   Roster roster_;
@@ -356,7 +361,12 @@ void RootServer::failAll(ncclResult_t status, const std::string& text, Deadline 
   BRAID_WARN("%s", text.c_str());
   phase_ = Phase::kFailed;
   failure_ = errorReply(status, text);
-  // Keep listening until the rendezvous deadline, so that ranks still on their way hear why.
+  if (!linger_) {  // closed before anyone hears of the failure, so that a new init finds the port free
+    closeFd(listenFd_);
+    for (Connection& c : conns_)
+      if (c.pending()) drop(c, "the rendezvous had failed");
+  }
+  // Otherwise the listener stays until the rendezvous deadline: ranks still on their way hear why.
   for (Connection& c : conns_)
     if (c.fd >= 0 && c.rank >= 0 && !c.reply) queueReply(c, failure_, now);
 }
@@ -423,8 +433,8 @@ void RootServer::abandon(const char* what) noexcept {
 
 // Serves one communicator's rendezvous, then exits. Nothing escapes: an exception fails the
 // rendezvous for every rank instead of ending the process.
-void rootThread(int listenFd, uint64_t secret) noexcept {
-  RootServer server(listenFd, secret);
+void rootThread(int listenFd, uint64_t secret, bool linger) noexcept {
+  RootServer server(listenFd, secret, linger);
   try {
     server.run();
   } catch (const std::exception& e) {
@@ -451,7 +461,7 @@ ncclResult_t startRoot(const SocketAddress* fixed, uint64_t secret, UniqueIdCont
   content->secret = secret;
   content->root = addr;
   try {
-    std::thread(rootThread, fd, secret).detach();
+    std::thread(rootThread, fd, secret, fixed == nullptr).detach();
   } catch (const std::exception& e) {
     close(fd);
     return fail(ncclSystemError, "bootstrap: cannot start the root thread: %s", e.what());

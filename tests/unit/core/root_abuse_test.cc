@@ -139,11 +139,14 @@ class Relay {
 
 // Strays and attackers of every kind, on connections left open (`keep`) until the test ends.
 // Hellos that carry the secret but hostile fields go to `refused`: the root answers those.
-void attack(const UniqueIdContent& root, uint64_t seed, std::vector<int>* keep, std::vector<int>* refused) {
+// An attack that races with the ranks (`racing`) may find the rendezvous over and the root
+// gone: its connects may fail then, and its hostile hellos may be closed unanswered.
+void attack(const UniqueIdContent& root, uint64_t seed, bool racing, std::vector<int>* keep,
+            std::vector<int>* refused) {
   std::mt19937_64 rng(seed);
   auto open = [&] {
     int fd = test::connectRaw(root.root);
-    EXPECT_GE(fd, 0);
+    if (!racing) EXPECT_GE(fd, 0);
     return fd;
   };
   for (int i = 0; i < 10; ++i) keep->push_back(open());  // idle
@@ -206,12 +209,12 @@ TEST_F(RootAbuse, StraysGarbageAndHostileHellosDoNotStopTheRanks) {
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
   UniqueIdContent root = test::idContent(id);
   std::vector<int> keep, refused, keepDuring, refusedDuring;
-  attack(root, 1, &keep, &refused);  // before the ranks come
-  std::thread during([&] { attack(root, 2, &keepDuring, &refusedDuring); });
+  attack(root, 1, false, &keep, &refused);  // before the ranks come
+  std::thread during([&] { attack(root, 2, true, &keepDuring, &refusedDuring); });
   auto out = test::initAll(id, 4);
   during.join();
   expectAllInit(out, 10);
-  refused.insert(refused.end(), refusedDuring.begin(), refusedDuring.end());
+  for (int fd : refusedDuring) close(fd);
   for (int fd : refused) {  // a holder of the secret is told why, in case it is a rank of ours
     wire::RootReply reply = test::readReply(fd, 5);
     EXPECT_EQ(reply.status, ncclInvalidUsage);
@@ -296,6 +299,29 @@ TEST_F(RootAbuse, ARankThatDiesAtTheRootFailsEveryoneAtOnceByName) {
   std::printf("rank 0 learned of rank 2's death after %.0f ms\n", noticed * 1e3);
   auto late = test::initRanks(id, 3, {1});
   expectAllFail(late, "closed its connection", 3);
+}
+
+// With NCCL_COMM_ID, rank 0 hosts the root on a fixed port and every id (and secret) is the
+// same: a failed rendezvous must free the port at once, so that the next init works.
+TEST_F(RootAbuse, AFailedFixedRootFreesItsPortForTheNextInit) {
+  SocketAddress probe{};
+  probe.sin.sin_family = AF_INET;
+  probe.sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int probeFd = -1;
+  ASSERT_EQ(listenOn(&probe, &probeFd), ncclSuccess);  // a free port, given back at once
+  close(probeFd);
+  setenv("NCCL_COMM_ID", probe.toString().c_str(), 1);
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  test::RankOutcome wrong;
+  std::thread other([&] { wrong = test::initRanks(id, 3, {1})[0]; });  // nranks 3 against 2
+  auto first = test::initRanks(id, 2, {0});
+  other.join();
+  EXPECT_NE(first[0].rc, ncclSuccess);
+  EXPECT_NE(wrong.rc, ncclSuccess);
+  auto again = test::initAll(id, 2);
+  unsetenv("NCCL_COMM_ID");
+  expectAllInit(again, 10);
 }
 
 // Issue 12, item 5 (b): 200 idle connections against the root while 4 ranks init, timed
