@@ -1,7 +1,7 @@
 #include "core/root.h"
 
 #include <fcntl.h>
-#include <poll.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -29,6 +29,8 @@ constexpr size_t kMaxPending = 128;
 // Connections accepted per wake-up, so that the hellos of accepted connections are read
 // between batches even while a flood keeps the listener readable.
 constexpr int kAcceptBatch = 32;
+// Readiness events taken per wake-up.
+constexpr int kEventBatch = 64;
 // How long the root tries to deliver its answer to a rank.
 constexpr double kReplySeconds = 10.0;
 // Dropped connections logged one by one; the rest are counted in one line at the end.
@@ -46,6 +48,7 @@ struct Connection {
   std::shared_ptr<const std::vector<char>> reply;
   size_t sent = 0;
   Deadline replyBy{};
+  uint32_t watched = 0;  // the epoll events registered for fd (0: not registered)
 
   bool pending() const { return fd >= 0 && rank < 0 && !reply; }
   bool answering() const { return fd >= 0 && reply; }
@@ -69,8 +72,9 @@ std::string describeRank(const PeerInfo& info) {
          info.listen.toString() + ")";
 }
 
-// One communicator's rendezvous: a single poll() loop over the listener and every open
-// connection, so that no connection can hold up another.
+// One communicator's rendezvous: a single event loop over the listener and every open
+// connection, so that no connection can hold up another. epoll rather than poll(): a wake-up
+// costs the same with 128 strays waiting (or thousands of ranks) as with none.
 class RootServer {
  public:
   // `lingerAfterFailure`: keep answering late ranks after a failure, until the rendezvous
@@ -79,8 +83,9 @@ class RootServer {
   RootServer(int listenFd, uint64_t secret, bool lingerAfterFailure) noexcept
       : listenFd_(listenFd), secret_(secret), linger_(lingerAfterFailure) {}
   ~RootServer() {
-    for (Connection& c : conns_) closeFd(c.fd);
+    for (auto& c : conns_) closeFd(c->fd);
     closeFd(listenFd_);
+    closeFd(epollFd_);
   }
   RootServer(const RootServer&) = delete;
   RootServer& operator=(const RootServer&) = delete;
@@ -94,6 +99,11 @@ class RootServer {
   enum class Phase { kGathering, kReplying, kFailed };
 
   void acceptSome(Deadline now);
+  void dispatch(Connection& c, Deadline now);
+  bool watch(Connection& c, uint32_t events);
+  void watchListener(Deadline now);
+  void release(Connection& c);
+  void closeListener();
   void readHello(Connection& c, Deadline now);
   void admit(Connection& c, const PeerInfo& info, Deadline now);
   void watchMember(Connection& c);
@@ -109,8 +119,12 @@ class RootServer {
   int listenFd_;
   uint64_t secret_;
   bool linger_;
+  int epollFd_ = -1;
+  bool listenerWatched_ = false;
   Phase phase_ = Phase::kGathering;
-  std::vector<Connection> conns_;
+  // In accept order; stable addresses (epoll carries them). Closed ones (fd < 0) are removed
+  // at the top of the loop only, so that an event of this round never outlives its target.
+  std::vector<std::unique_ptr<Connection>> conns_;
   Roster roster_;
   int drops_ = 0;
   double timeoutSeconds_ = 0;
@@ -121,12 +135,13 @@ class RootServer {
 
 void RootServer::run() {
   int flags = fcntl(listenFd_, F_GETFL);
-  if (flags < 0 || fcntl(listenFd_, F_SETFL, flags | O_NONBLOCK) != 0) {
-    BRAID_WARN("bootstrap root: fcntl(O_NONBLOCK) on the listener failed: %s; the root does not serve this id",
-               std::strerror(errno));
+  if (flags < 0 || fcntl(listenFd_, F_SETFL, flags | O_NONBLOCK) != 0 ||
+      (epollFd_ = epoll_create1(EPOLL_CLOEXEC)) < 0) {
+    BRAID_WARN("bootstrap root: cannot set up the listener (fcntl or epoll_create1: %s); the root does not serve "
+               "this id", std::strerror(errno));
     return;
   }
-  std::vector<pollfd> fds;
+  epoll_event events[kEventBatch];
   for (;;) {
     Deadline now = Clock::now();
     expire(now);
@@ -141,36 +156,26 @@ void RootServer::run() {
                   "(BRAID_INIT_TIMEOUT sets the limit).",
               now);
     }
-    std::erase_if(conns_, [](const Connection& c) { return c.fd < 0; });
+    std::erase_if(conns_, [](const std::unique_ptr<Connection>& c) { return c->fd < 0; });
     if (finished(now)) break;
-
-    fds.clear();
-    bool listening = listenFd_ >= 0 && now >= listenPausedUntil_;
-    if (listening) fds.push_back({listenFd_, POLLIN, 0});
-    size_t first = fds.size(), watched = conns_.size();
-    for (const Connection& c : conns_) {
-      short events = c.reply ? POLLOUT : (c.pending() || (c.member && phase_ == Phase::kGathering)) ? POLLIN : 0;
-      fds.push_back({events ? c.fd : -1, events, 0});  // poll skips a negative fd
-    }
-    int rc = poll(fds.data(), fds.size(), pollTimeoutMs(now));
-    if (rc < 0) {
+    watchListener(now);
+    int n = epoll_wait(epollFd_, events, kEventBatch, pollTimeoutMs(now));
+    if (n < 0) {
       if (errno == EINTR) continue;
-      failAll(ncclSystemError, std::string("bootstrap root: poll failed: ") + std::strerror(errno), now);
+      failAll(ncclSystemError, std::string("bootstrap root: epoll_wait failed: ") + std::strerror(errno), now);
       break;
     }
     now = Clock::now();
-    for (size_t i = 0; i < watched; ++i) {  // acceptSome appends: index the connections first
-      Connection& c = conns_[i];
-      short got = fds[first + i].revents;
-      if (!got || c.fd < 0) continue;
-      if (c.reply) writeReply(c);
-      else if (c.pending()) readHello(c, now);
-      else if (c.member && phase_ == Phase::kGathering) watchMember(c);
+    uint32_t listener = 0;
+    for (int i = 0; i < n; ++i) {
+      auto* c = static_cast<Connection*>(events[i].data.ptr);
+      if (!c) listener = events[i].events;
+      else if (c->fd >= 0) dispatch(*c, now);  // closed earlier in this round: its fd may be reused
     }
-    if (listening && fds[0].revents) {
-      if (fds[0].revents & (POLLERR | POLLNVAL)) {
+    if (listener && listenFd_ >= 0) {
+      if (listener & EPOLLERR) {
         failAll(ncclSystemError, "bootstrap root: the listening socket failed", now);
-        closeFd(listenFd_);
+        closeListener();
       } else {
         acceptSome(now);
       }
@@ -179,6 +184,57 @@ void RootServer::run() {
   if (drops_ > kDropsLogged)
     BRAID_WARN("bootstrap root: dropped %d connections in all that did not present a valid hello for this "
                "unique id (only the first %d were logged)", drops_, kDropsLogged);
+}
+
+void RootServer::dispatch(Connection& c, Deadline now) {
+  if (c.reply) writeReply(c);
+  else if (c.pending()) readHello(c, now);
+  else if (c.member && phase_ == Phase::kGathering) watchMember(c);
+  else release(c);  // nothing left to say to it (every rank has an answer queued by now)
+}
+
+bool RootServer::watch(Connection& c, uint32_t events) {
+  if (c.fd < 0 || c.watched == events) return true;
+  epoll_event e{};
+  e.events = events;
+  e.data.ptr = &c;
+  if (epoll_ctl(epollFd_, c.watched ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c.fd, &e) == 0) {
+    c.watched = events;
+    return true;
+  }
+  BRAID_WARN("bootstrap root: epoll_ctl for the connection from %s failed: %s", c.from.c_str(), std::strerror(errno));
+  return false;
+}
+
+// The listener is watched unless it rests after running out of descriptors (level-triggered,
+// it would wake the loop at once again).
+void RootServer::watchListener(Deadline now) {
+  bool want = listenFd_ >= 0 && now >= listenPausedUntil_;
+  if (want == listenerWatched_) return;
+  epoll_event e{};
+  e.events = EPOLLIN;
+  e.data.ptr = nullptr;
+  if (epoll_ctl(epollFd_, want ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, listenFd_, &e) == 0) {
+    listenerWatched_ = want;
+    return;
+  }
+  failAll(ncclSystemError, std::string("bootstrap root: epoll_ctl for the listener failed: ") + std::strerror(errno),
+          now);
+  closeListener();
+}
+
+// Out of the epoll set before the close: a forked child may hold the same socket, and epoll
+// forgets a socket only when its last descriptor closes (its events would name a freed entry).
+void RootServer::release(Connection& c) {
+  if (c.fd >= 0 && c.watched) epoll_ctl(epollFd_, EPOLL_CTL_DEL, c.fd, nullptr);
+  c.watched = 0;
+  closeFd(c.fd);
+}
+
+void RootServer::closeListener() {
+  if (listenerWatched_) epoll_ctl(epollFd_, EPOLL_CTL_DEL, listenFd_, nullptr);
+  listenerWatched_ = false;
+  closeFd(listenFd_);
 }
 
 void RootServer::acceptSome(Deadline now) {
@@ -193,9 +249,9 @@ void RootServer::acceptSome(Deadline now) {
       if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
         // Out of descriptors: a waiting stray makes room, or the listener rests a moment
         // (it would stay readable and spin the loop).
-        auto oldest = std::find_if(conns_.begin(), conns_.end(), [](const Connection& c) { return c.pending(); });
+        auto oldest = std::find_if(conns_.begin(), conns_.end(), [](const auto& c) { return c->pending(); });
         if (oldest != conns_.end()) {
-          drop(*oldest, "closed to make room: the process ran out of file descriptors");
+          drop(**oldest, "closed to make room: the process ran out of file descriptors");
           continue;
         }
         BRAID_WARN("bootstrap root: accept failed: %s; pausing for 100 ms", std::strerror(err));
@@ -203,28 +259,30 @@ void RootServer::acceptSome(Deadline now) {
         return;
       }
       failAll(ncclSystemError, std::string("bootstrap root: accept failed: ") + std::strerror(err), now);
-      closeFd(listenFd_);
+      closeListener();
       return;
     }
-    size_t pending = std::count_if(conns_.begin(), conns_.end(), [](const Connection& c) { return c.pending(); });
+    size_t pending = std::count_if(conns_.begin(), conns_.end(), [](const auto& c) { return c->pending(); });
     if (pending >= kMaxPending) {
-      // Accept order is conns_ order for the pending ones (appended, erased in place). Its
-      // hello may have come since the last poll: read it before deciding.
-      auto oldest = std::find_if(conns_.begin(), conns_.end(), [](const Connection& c) { return c.pending(); });
-      readHello(*oldest, now);
-      if (oldest->pending())
-        drop(*oldest, "evicted: " + std::to_string(kMaxPending) + " connections were waiting for their hello");
+      // Accept order is conns_ order (appended, erased in place). Its hello may have come
+      // since the last wake-up: read it before deciding.
+      Connection& oldest = **std::find_if(conns_.begin(), conns_.end(), [](const auto& c) { return c->pending(); });
+      readHello(oldest, now);
+      if (oldest.pending())
+        drop(oldest, "evicted: " + std::to_string(kMaxPending) + " connections were waiting for their hello");
       if (listenFd_ < 0) {  // that hello completed the rendezvous
         close(fd);
         return;
       }
     }
-    Connection c;
-    c.fd = fd;
-    c.from = from.toString();
-    c.helloBy = after(now, wire::kHelloSeconds);
+    auto c = std::make_unique<Connection>();
+    c->fd = fd;
+    c->from = from.toString();
+    c->helloBy = after(now, wire::kHelloSeconds);
     conns_.push_back(std::move(c));
-    readHello(conns_.back(), now);  // a real rank's hello is usually there already
+    Connection& added = *conns_.back();
+    if (watch(added, EPOLLIN)) readHello(added, now);  // a real rank's hello is usually there already
+    else release(added);
   }
 }
 
@@ -299,7 +357,7 @@ void RootServer::watchMember(Connection& c) {
   const PeerInfo* info = roster_.find(c.rank);
   std::string name = info ? describeRank(*info) : "rank " + std::to_string(c.rank);
   Deadline now = Clock::now();
-  closeFd(c.fd);
+  release(c);
   c.member = false;
   if (n > 0) {
     failAll(ncclInternalError,
@@ -330,13 +388,14 @@ void RootServer::writeReply(Connection& c) {
                n < 0 ? std::strerror(errno) : "send returned 0");
     break;
   }
-  closeFd(c.fd);  // answered (or gone): the rank closes its side too
+  release(c);  // answered (or gone): the rank closes its side too
 }
 
 void RootServer::queueReply(Connection& c, std::shared_ptr<const std::vector<char>> bytes, Deadline now) {
   c.reply = std::move(bytes);
   c.sent = 0;
   c.replyBy = after(now, kReplySeconds);
+  watch(c, EPOLLOUT);  // if this fails, the answer still goes as far as the socket takes it now
   writeReply(c);
 }
 
@@ -349,10 +408,10 @@ void RootServer::complete(Deadline now) {
   std::memcpy(bytes->data(), &head, sizeof(head));
   std::memcpy(bytes->data() + sizeof(head), table.data(), table.size() * sizeof(PeerInfo));
   phase_ = Phase::kReplying;
-  closeFd(listenFd_);  // this id's rendezvous is over
-  for (Connection& c : conns_) {
-    if (c.member) queueReply(c, bytes, now);
-    else if (c.pending()) drop(c, "the rendezvous had completed");
+  closeListener();  // this id's rendezvous is over
+  for (auto& c : conns_) {
+    if (c->member) queueReply(*c, bytes, now);
+    else if (c->pending()) drop(*c, "the rendezvous had completed");
   }
 }
 
@@ -362,24 +421,25 @@ void RootServer::failAll(ncclResult_t status, const std::string& text, Deadline 
   phase_ = Phase::kFailed;
   failure_ = errorReply(status, text);
   if (!linger_) {  // closed before anyone hears of the failure, so that a new init finds the port free
-    closeFd(listenFd_);
-    for (Connection& c : conns_)
-      if (c.pending()) drop(c, "the rendezvous had failed");
+    closeListener();
+    for (auto& c : conns_)
+      if (c->pending()) drop(*c, "the rendezvous had failed");
   }
   // Otherwise the listener stays until the rendezvous deadline: ranks still on their way hear why.
-  for (Connection& c : conns_)
-    if (c.fd >= 0 && c.rank >= 0 && !c.reply) queueReply(c, failure_, now);
+  for (auto& c : conns_)
+    if (c->fd >= 0 && c->rank >= 0 && !c->reply) queueReply(*c, failure_, now);
 }
 
 void RootServer::drop(Connection& c, const std::string& why) {
   if (drops_++ < kDropsLogged)
     BRAID_WARN("bootstrap root: dropped a connection from %s: %s (a stray client, or a rank using another "
                "ncclUniqueId)", c.from.c_str(), why.c_str());
-  closeFd(c.fd);
+  release(c);
 }
 
 void RootServer::expire(Deadline now) {
-  for (Connection& c : conns_) {
+  for (auto& p : conns_) {
+    Connection& c = *p;
     if (c.pending() && now >= c.helloBy) {
       char text[96];
       std::snprintf(text, sizeof(text), "no complete hello within %.0f s (%zu bytes)", wire::kHelloSeconds, c.got);
@@ -387,13 +447,13 @@ void RootServer::expire(Deadline now) {
     } else if (c.answering() && now >= c.replyBy) {
       BRAID_WARN("bootstrap root: rank %d (%s) did not take its answer within %.0f s", c.rank, c.from.c_str(),
                  kReplySeconds);
-      closeFd(c.fd);
+      release(c);
     }
   }
 }
 
 bool RootServer::finished(Deadline now) const {
-  bool answering = std::any_of(conns_.begin(), conns_.end(), [](const Connection& c) { return c.answering(); });
+  bool answering = std::any_of(conns_.begin(), conns_.end(), [](const auto& c) { return c->answering(); });
   if (answering) return false;
   if (phase_ == Phase::kReplying) return true;
   if (phase_ == Phase::kFailed) return listenFd_ < 0 || now >= rendezvousBy_;
@@ -404,9 +464,9 @@ int RootServer::pollTimeoutMs(Deadline now) const {
   Deadline wake = Deadline::max();
   if (phase_ != Phase::kReplying) wake = rendezvousBy_;
   if (listenFd_ >= 0 && listenPausedUntil_ > now) wake = std::min(wake, listenPausedUntil_);
-  for (const Connection& c : conns_) {
-    if (c.pending()) wake = std::min(wake, c.helloBy);
-    if (c.answering()) wake = std::min(wake, c.replyBy);
+  for (const auto& c : conns_) {
+    if (c->pending()) wake = std::min(wake, c->helloBy);
+    if (c->answering()) wake = std::min(wake, c->replyBy);
   }
   if (wake == Deadline::max()) return -1;
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count() + 1;
@@ -420,10 +480,10 @@ void RootServer::abandon(const char* what) noexcept {
                 "bootstrap root: internal error (%s); the rendezvous was abandoned. Fix: report this as a braid bug.",
                 what);
   Deadline by = deadlineIn(2.0);
-  for (Connection& c : conns_) {
-    bool told = c.fd >= 0 && c.rank >= 0 && c.sent == 0;  // half an answer cannot be followed by another
-    if (told) sendAll(c.fd, &reply, sizeof(reply), by, nullptr);  // best effort: the rank may be gone
-    closeFd(c.fd);
+  for (auto& c : conns_) {
+    bool told = c->fd >= 0 && c->rank >= 0 && c->sent == 0;  // half an answer cannot be followed by another
+    if (told) sendAll(c->fd, &reply, sizeof(reply), by, nullptr);  // best effort: the rank may be gone
+    closeFd(c->fd);
   }
   try {
     BRAID_WARN("%s", reply.error);

@@ -328,7 +328,9 @@ TEST_F(RootAbuse, AFailedFixedRootFreesItsPortForTheNextInit) {
 // against a run without them. Only a generous bound is asserted (CI machines are noisy);
 // perf/init_time.cc --idle 200 measures it properly.
 TEST_F(RootAbuse, TwoHundredIdleConnectionsDoNotDelayInit) {
-  auto timeInit = [](int idle, double* seconds) {
+  // settleMs: how long the idle connections are open before the ranks start (0: the ranks
+  // meet the burst in the root's accept queue).
+  auto timeInit = [](int idle, int settleMs, double* seconds) {
     ncclUniqueId id;
     ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
     UniqueIdContent root = test::idContent(id);
@@ -337,22 +339,26 @@ TEST_F(RootAbuse, TwoHundredIdleConnectionsDoNotDelayInit) {
       fds.push_back(test::connectRaw(root.root));
       ASSERT_GE(fds.back(), 0) << "idle connection " << i;
     }
+    std::this_thread::sleep_for(std::chrono::milliseconds(settleMs));
     auto start = Clock::now();
     auto out = test::initAll(id, 4);
     *seconds = secondsSince(start);
     expectAllInit(out, 10);
     for (int fd : fds) close(fd);
   };
-  std::vector<double> plain(3), idle(3);
-  for (int i = 0; i < 3; ++i) {
-    timeInit(0, &plain[i]);
-    timeInit(200, &idle[i]);
+  constexpr int kRuns = 5;
+  std::vector<double> plain(kRuns), burst(kRuns), settled(kRuns);
+  for (int i = 0; i < kRuns; ++i) {
+    timeInit(0, 0, &plain[i]);
+    timeInit(200, 0, &burst[i]);
+    timeInit(200, 50, &settled[i]);
   }
-  std::sort(plain.begin(), plain.end());
-  std::sort(idle.begin(), idle.end());
-  std::printf("init of 4 ranks (median of 3): %.1f ms alone, %.1f ms with 200 idle connections at the root\n",
-              plain[1] * 1e3, idle[1] * 1e3);
-  EXPECT_LT(idle[1], 10.0);
+  for (auto* v : {&plain, &burst, &settled}) std::sort(v->begin(), v->end());
+  std::printf("init of 4 ranks as threads (median of %d): %.1f ms alone; with 200 idle connections at the root: "
+              "%.1f ms opened just before, %.1f ms opened 50 ms before\n",
+              kRuns, plain[kRuns / 2] * 1e3, burst[kRuns / 2] * 1e3, settled[kRuns / 2] * 1e3);
+  EXPECT_LT(burst[kRuns / 2], 10.0);
+  EXPECT_LT(settled[kRuns / 2], 10.0);
 }
 
 // A flood: connections opened without pause while the ranks init (at most 300 open at once,
