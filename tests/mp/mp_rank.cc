@@ -377,13 +377,13 @@ int scenarioDieEarly() {
 // rank 2, which starts late): ranks 0 and 2 hear at once that rank 1 closed its connection,
 // long before BRAID_INIT_TIMEOUT.
 int scenarioDieAtRoot() {
-  if (gRank == 1) {
+  if (gRank == 1) {  // 2 s: time enough to reach the root even on a loaded machine
     std::thread([] {
-      std::this_thread::sleep_for(std::chrono::seconds(1));
+      std::this_thread::sleep_for(std::chrono::seconds(2));
       _exit(3);
     }).detach();
   }
-  if (gRank == 2) std::this_thread::sleep_for(std::chrono::seconds(3));
+  if (gRank == 2) std::this_thread::sleep_for(std::chrono::seconds(4));
   ncclComm_t comm = nullptr;
   auto start = std::chrono::steady_clock::now();
   ncclResult_t rc = ncclCommInitRank(&comm, gN, gId, gRank);

@@ -295,10 +295,10 @@ TEST_F(RootAbuse, ARankThatDiesAtTheRootFailsEveryoneAtOnceByName) {
   EXPECT_NE(rank0.rc, ncclSuccess);
   EXPECT_NE(rank0.error.find("rank 2"), std::string::npos) << rank0.error;
   EXPECT_NE(rank0.error.find("closed its connection"), std::string::npos) << rank0.error;
-  EXPECT_LT(noticed, 3.0) << "BRAID_INIT_TIMEOUT is 30 s: the root must not wait for it";
+  EXPECT_LT(noticed, 5.0) << "BRAID_INIT_TIMEOUT is 30 s: the root must not wait for it";
   std::printf("rank 0 learned of rank 2's death after %.0f ms\n", noticed * 1e3);
   auto late = test::initRanks(id, 3, {1});
-  expectAllFail(late, "closed its connection", 3);
+  expectAllFail(late, "closed its connection", 5);
 }
 
 // With NCCL_COMM_ID, rank 0 hosts the root on a fixed port and every id (and secret) is the
