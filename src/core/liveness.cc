@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <unordered_set>
+#include <utility>
 
 #include "core/bootstrap_wire.h"
 #include "core/comm.h"
@@ -177,9 +178,7 @@ ncclResult_t Liveness::start(ncclComm* comm) {
   secret_ = comm->bootstrap->secret();
   hangTimeout_ = env::getDouble("BRAID_HANG_TIMEOUT", 30.0);
   state_.reset(new std::atomic<uint8_t>[n_]);
-  for (int r = 0; r < n_; ++r) {
-    state_[r].store(0);
-  }
+  for (int r = 0; r < n_; ++r) state_[r].store(0);
   reasons_.assign(n_, "");
   out_.assign(n_, -1);
   in_.assign(n_, -1);
@@ -230,6 +229,7 @@ ncclResult_t Liveness::start(ncclComm* comm) {
 }
 
 void Liveness::stop(bool aborting) {
+  if (std::exchange(stopped_, true)) return;  // teardown, then the destructor
   {
     std::lock_guard<std::mutex> lock(gMonitorsMutex);
     monitors().erase(this);

@@ -119,6 +119,7 @@ class Liveness {
   std::vector<Notice> queue_;
   std::mutex sendMutex_;                 // the monitor's sends against farewellAtExit
   std::atomic<bool> stopping_{false};
+  bool stopped_ = false;
   bool aborting_ = false;
   bool mismatchSeen_ = false;
   std::thread thread_;

@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "core/bootstrap_wire.h"
 #include "core/env.h"
@@ -45,25 +46,51 @@ ncclResult_t TcpBootstrap::connectViaRoot(const UniqueIdContent& id, PeerInfo se
   // The root's own deadline starts at the first rank; allow ours a little more so that we
   // receive its explanation (which ranks are missing) rather than time out first.
   Deadline deadline = deadlineIn(timeoutSeconds + 5.0);
-  int fd = -1;
-  ncclResult_t rc = connectTo(id.root, deadline, abortFlag, &fd);
-  if (rc != ncclSuccess) {
-    close(listenFd);
-    return fail(rc == ncclInProgress ? ncclRemoteError : rc,
-                "ncclCommInitRank (rank %d of %d): cannot reach the bootstrap root at %s within %.0f s. Fix: "
-                "make sure the process that called ncclGetUniqueId is alive and reachable (NCCL_SOCKET_IFNAME).",
-                self.rank, self.nRanks, id.root.toString().c_str(), timeoutSeconds);
-  }
   wire::Hello hello{id.secret, wire::kHelloRoot, self.rank};
   wire::RootReply reply{};
-  rc = sendAll(fd, &hello, sizeof(hello), deadline, abortFlag);
-  if (rc == ncclSuccess) rc = sendAll(fd, &self, sizeof(self), deadline, abortFlag);
-  if (rc == ncclSuccess) rc = recvAll(fd, &reply, sizeof(reply), deadline, abortFlag);
-  if (rc == ncclSuccess && reply.status == ncclSuccess) {
-    peers->resize(reply.nRanks);
+  int fd = -1;
+  ncclResult_t rc = ncclSuccess;
+  // A root flooded by strays drops the oldest connections it has no hello from yet (root.cc),
+  // always before answering, so a close before the answer sends the hello again. A retry
+  // connects for 1 s at most: a root that is gone must not cost the whole timeout.
+  constexpr int kRootAttempts = 20;
+  for (int attempt = 0; attempt < kRootAttempts; ++attempt) {
+    closeFd(fd);
+    rc = connectTo(id.root, attempt ? std::min(deadline, deadlineIn(1.0)) : deadline, abortFlag, &fd);
+    if (rc != ncclSuccess && attempt == 0) {
+      close(listenFd);
+      return fail(rc == ncclInProgress ? ncclRemoteError : rc,
+                  "ncclCommInitRank (rank %d of %d): cannot reach the bootstrap root at %s within %.0f s. Fix: "
+                  "make sure the process that called ncclGetUniqueId is alive and reachable (NCCL_SOCKET_IFNAME).",
+                  self.rank, self.nRanks, id.root.toString().c_str(), timeoutSeconds);
+    }
+    if (rc != ncclSuccess) {
+      rc = ncclRemoteError;  // reported as the close that made us retry
+      break;
+    }
+    rc = sendAll(fd, &hello, sizeof(hello), deadline, abortFlag);
+    if (rc == ncclSuccess) rc = sendAll(fd, &self, sizeof(self), deadline, abortFlag);
+    if (rc == ncclSuccess) rc = recvAll(fd, &reply, sizeof(reply), deadline, abortFlag);
+    if (rc != ncclRemoteError || Clock::now() >= deadline) break;
+    BRAID_INFO(kBootstrap, "ncclCommInitRank (rank %d): the bootstrap root closed our connection before answering; "
+               "sending the hello again", self.rank);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5 * (attempt + 1)));
+  }
+  // Nothing the root sent sizes or indexes anything before it is checked.
+  std::string bad = rc == ncclSuccess ? wire::rootReplyProblem(reply, self.nRanks) : "";
+  if (rc == ncclSuccess && bad.empty() && reply.status == ncclSuccess) {
+    peers->resize(self.nRanks);
     rc = recvAll(fd, peers->data(), peers->size() * sizeof(PeerInfo), deadline, abortFlag);
+    if (rc == ncclSuccess) bad = wire::peerTableProblem(*peers, self.nRanks);
   }
   closeFd(fd);
+  if (!bad.empty()) {
+    close(listenFd);
+    return fail(ncclRemoteError,
+                "ncclCommInitRank (rank %d of %d): the bootstrap root at %s sent a malformed answer (%s). Fix: check "
+                "that every rank and the process that called ncclGetUniqueId run the same braid build.",
+                self.rank, self.nRanks, id.root.toString().c_str(), bad.c_str());
+  }
   if (rc != ncclSuccess || reply.status != ncclSuccess) {
     close(listenFd);
     if (rc == ncclSuccess)
@@ -120,7 +147,8 @@ ncclResult_t TcpBootstrap::acceptOne(Deadline deadline, int waitingFor) {
   ncclResult_t rc = acceptBefore(listenFd_, deadline, abort_, &fd, lostFlag(waitingFor));
   if (rc != ncclSuccess) return explain(rc, "waiting for a connection from", waitingFor);
   wire::Hello hello{};
-  rc = recvAll(fd, &hello, sizeof(hello), std::min(deadline, deadlineIn(5.0)), abort_, lostFlag(waitingFor));
+  rc = recvAll(fd, &hello, sizeof(hello), std::min(deadline, deadlineIn(wire::kHelloSeconds)), abort_,
+               lostFlag(waitingFor));
   if (rc != ncclSuccess || hello.secret != secret_ || hello.kind != wire::kHelloPeer || hello.rank < 0 ||
       hello.rank >= nRanks() || recvFd_[hello.rank] >= 0) {
     BRAID_WARN("bootstrap (rank %d): dropped an incoming connection that did not present this communicator's "
@@ -160,6 +188,12 @@ ncclResult_t TcpBootstrap::recvLocked(int peer, uint32_t tag, void* data, size_t
                      "receiving from",
                      peer);
     }
+    if (header.size > wire::kMaxBufferedMessageBytes)
+      return fail(ncclRemoteError,
+                  "bootstrap (rank %d): rank %d announced a %llu-byte message for tag %u, more than the %llu bytes a "
+                  "setup message may have: it runs another braid build, or something else reached its socket.",
+                  rank_, peer, static_cast<unsigned long long>(header.size), header.tag,
+                  static_cast<unsigned long long>(wire::kMaxBufferedMessageBytes));
     std::vector<char> msg(header.size);
     rc = recvAll(recvFd_[peer], msg.data(), msg.size(), deadline, abort_, lostFlag(peer));
     if (rc != ncclSuccess) return explain(rc, "receiving from", peer);

@@ -202,6 +202,26 @@ int scenarioDieEarly() {
   return 0;
 }
 
+// Rank 1 reaches the bootstrap root and dies there (its process exits while the root waits for
+// rank 2, which starts late): ranks 0 and 2 hear at once that rank 1 closed its connection,
+// long before BRAID_INIT_TIMEOUT.
+int scenarioDieAtRoot() {
+  if (gRank == 1) {  // 2 s: time enough to reach the root even on a loaded machine
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+      _exit(3);
+    }).detach();
+  }
+  if (gRank == 2) std::this_thread::sleep_for(std::chrono::seconds(4));
+  ncclComm_t comm = nullptr;
+  auto start = std::chrono::steady_clock::now();
+  ncclResult_t rc = ncclCommInitRank(&comm, gN, gId, gRank);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  say("init returned %d after %.1f s: %s\n", rc, secs, ncclGetLastError(nullptr));
+  EXPECT_TRUE(rc != ncclSuccess && comm == nullptr);
+  return 0;
+}
+
 int scenarioMismatch() {
   ncclComm_t comm = initComm();
   std::vector<float> buf(1000 + 1000 * gRank, 1.0f);
@@ -455,8 +475,8 @@ struct Args {
   std::string memory = "host", big;
 };
 
-const char* const kScenarios[] = {"init",      "comm-id",  "nonblocking",    "split", "shrink",
-                                  "die-early", "mismatch", "unmatched-send", "abort", "collectives"};
+const char* const kScenarios[] = {"init",     "comm-id",     "nonblocking", "split",          "shrink", "die-early",
+                                  "die-at-root", "mismatch", "unmatched-send", "abort", "collectives"};
 // Those that run with ranks as threads; the others need ranks that can exit, die or stay away
 // on their own.
 const char* const kThreadScenarios[] = {"init", "comm-id", "nonblocking", "split", "collectives"};
@@ -477,6 +497,7 @@ int runScenario(const Args& a) {
   if (s == "split") return scenarioSplit();
   if (s == "shrink") return scenarioShrink();
   if (s == "die-early") return scenarioDieEarly();
+  if (s == "die-at-root") return scenarioDieAtRoot();
   if (s == "mismatch") return scenarioMismatch();
   if (s == "unmatched-send") return scenarioUnmatchedSend();
   if (s == "abort") return scenarioAbort();

@@ -170,6 +170,21 @@ TEST(MpErrors, RankDiesDuringInit) {
   }
 }
 
+// Issue 12: a rank that reached the root and then died fails the others at once (the root
+// sees its connection close), not after BRAID_INIT_TIMEOUT; rank 2, which comes later, too.
+TEST(MpErrors, RankDyingAtTheRootFailsTheOthersAtOnce) {
+  auto start = std::chrono::steady_clock::now();
+  auto results = run(3, {"die-at-root"}, 60, {{"BRAID_INIT_TIMEOUT", "30"}});
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(secs, 20.0);  // rank 2 starts 4 s late; a wait for the timeout would take 30 s
+  for (const auto& r : results) {
+    if (r.rank == 1) continue;
+    EXPECT_TRUE(braid::test::succeeded(r)) << r.output;
+    EXPECT_NE(r.output.find("rank 1 (pid"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("closed its connection"), std::string::npos) << r.output;
+  }
+}
+
 TEST(MpErrors, WrongSecretIsDroppedAndLogged) {
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
