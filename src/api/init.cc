@@ -12,6 +12,7 @@
 #include "api/export.h"
 #include "api/group.h"
 #include "api/resources.h"
+#include "core/bootstrap_wire.h"
 #include "core/comm.h"
 #include "core/config.h"
 #include "core/env.h"
@@ -118,6 +119,9 @@ ncclResult_t checkInitArgs(const char* caller, ncclComm_t* comm, int nranks, int
   if (!comm) return fail(ncclInvalidArgument, "%s: comm (the output pointer) is NULL. Fix: pass &comm.", caller);
   if (nranks <= 0)
     return fail(ncclInvalidArgument, "%s: nranks = %d must be positive. Fix: pass the number of ranks.", caller, nranks);
+  if (nranks > braid::wire::kMaxRanks)
+    return fail(ncclInvalidArgument, "%s: nranks = %d is above braid's limit of %d ranks per communicator.", caller,
+                nranks, braid::wire::kMaxRanks);
   if (rank < 0 || rank >= nranks)
     return fail(ncclInvalidArgument, "%s: rank = %d is out of range for nranks = %d. Fix: pass 0 <= rank < nranks.",
                 caller, rank, nranks);

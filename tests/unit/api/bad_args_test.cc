@@ -48,6 +48,7 @@ TEST(BadArgs, InitRankArguments) {
   expectError(ncclCommInitRank(nullptr, 2, id, 0), ncclInvalidArgument, {"ncclCommInitRank", "comm", "NULL"});
   expectError(ncclCommInitRank(&comm, 0, id, 0), ncclInvalidArgument, {"nranks = 0", "Fix"});
   expectError(ncclCommInitRank(&comm, -3, id, 0), ncclInvalidArgument, {"nranks = -3"});
+  expectError(ncclCommInitRank(&comm, 1 << 20, id, 0), ncclInvalidArgument, {"nranks = 1048576", "limit"});
   expectError(ncclCommInitRank(&comm, 2, id, 2), ncclInvalidArgument, {"rank = 2", "out of range", "Fix"});
   expectError(ncclCommInitRank(&comm, 2, id, -1), ncclInvalidArgument, {"rank = -1"});
   ncclUniqueId garbage;
