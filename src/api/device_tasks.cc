@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cctype>
 #include <deque>
 #include <map>
 #include <span>
@@ -14,6 +15,7 @@
 #include "api/task.h"
 #include "core/comm.h"
 #include "core/cuda_scope.h"
+#include "core/env.h"
 #include "core/log.h"
 #include "core/numeric.h"
 #include "kernels/copy.h"
@@ -25,6 +27,24 @@ namespace {
 ncclResult_t cudaFail(const Task& t, const char* what, cudaError_t e) {
   cudaGetLastError();
   return fail(ncclUnhandledCudaError, "%s (rank %d): %s failed: %s", t.caller, t.comm->rank, what, cudaGetErrorString(e));
+}
+
+// The executor's op codes mirror the host engine's (redOpFor converts by value).
+static_assert(int(kernels::RedKind::Sum) == int(host::HostOpKind::Sum) && int(kernels::RedKind::Prod) == int(host::HostOpKind::Prod) &&
+                  int(kernels::RedKind::Max) == int(host::HostOpKind::Max) && int(kernels::RedKind::Min) == int(host::HostOpKind::Min) &&
+                  int(kernels::RedKind::PreMulSum) == int(host::HostOpKind::PreMulSum) &&
+                  int(kernels::RedKind::SumPostDiv) == int(host::HostOpKind::SumPostDiv),
+              "kernels::RedKind must equal host::HostOpKind, code for code");
+
+// The protocol a call asks for. Until the tuner (src/algo/tuner) chooses per call: Simple,
+// or the one protocol that NCCL_PROTO names ("LL", "LL128" or "Simple", any case), read once.
+algo::Protocol askedProtocol() {
+  static const algo::Protocol asked = [] {
+    std::string v = env::getString("NCCL_PROTO");
+    for (char& ch : v) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    return v == "ll" ? algo::Protocol::LL : v == "ll128" ? algo::Protocol::LL128 : algo::Protocol::Simple;
+  }();
+  return asked;
 }
 
 ncclResult_t redOpFor(const Task& t, kernels::RedOp* out) {
@@ -52,6 +72,7 @@ struct CommLaunch {
   std::vector<const Task*> tasks;
   std::deque<algo::Lane> p2pLanes;
   kernels::Launch launch;
+  algo::Protocol protocol = algo::Protocol::Simple;  // the whole launch's, the same on every rank
   GpuResources::Links sends, recvs;  // sorted and unique once prepared
   bool connected = false;  // every link in sends/recvs exists, and launch has their ends
   std::vector<void*> scratch;  // stream-ordered copies for in-place AlltoAll and send/recv
@@ -88,8 +109,9 @@ ncclResult_t planCollective(CommLaunch& cl, const Task& t) {
   op.buffers = {in, t.recvbuff};
   // From the communicator's cache: a 64-channel ring all-reduce takes ~30 us to build.
   const size_t bytes = collectiveBytes(t);
+  const kernels::FifoShape fifo = GpuResources::fifoShape(cl.protocol);
   const algo::RankPlan& plan = comm->devicePlans->get(
-      collArgsFor(t, cl.res->channelsFor(bytes), 16, size_t(GpuResources::kSlots) * GpuResources::kSlotBytes),
+      collArgsFor(t, cl.res->channelsFor(bytes), 16, kernels::slotDataBytes(cl.protocol, fifo.slotBytes) * fifo.nSlots),
       algo::tunedAlgorithm(t.coll, comm->nRanks, bytes));
   int opIndex = static_cast<int>(cl.launch.ops.size());
   cl.launch.ops.push_back(std::move(op));
@@ -142,6 +164,7 @@ ncclResult_t prepare(CommLaunch& cl) {
     BRAID_CHECK(kernels::preloadKernels(comm->cudaDev));
   }
   cl.res = static_cast<GpuResources*>(comm->device.get());
+  cl.protocol = cl.res->usableProtocol(askedProtocol());
   std::vector<const Task*> p2p;
   for (const Task* t : cl.tasks) {
     if (t->coll == algo::Coll::SendRecv) p2p.push_back(t);
@@ -158,8 +181,8 @@ ncclResult_t prepare(CommLaunch& cl) {
 ncclResult_t connectAndLaunch(CommLaunch& cl) {
   kernels::Launch& L = cl.launch;
   if (!cl.connected) {
-    BRAID_CHECK(cl.res->ensureLinks(cl.sends, cl.recvs));
-    if (!cl.res->linkEnds(cl.sends, cl.recvs, &L))
+    BRAID_CHECK(cl.res->ensureLinks(cl.protocol, cl.sends, cl.recvs));
+    if (!cl.res->linkEnds(cl.protocol, cl.sends, cl.recvs, &L))
       return fail(ncclInternalError, "rank %d: a GPU connection is missing right after it was made", cl.comm->rank);
   }
   const Task& first = *cl.tasks.front();
@@ -240,7 +263,7 @@ ncclResult_t runDeviceTasks(std::span<const Task* const> tasks) {
   for (CommLaunch& cl : launches) {
     if (cudaError_t e = cudaSetDevice(cl.comm->cudaDev); e != cudaSuccess) return cudaFail(*cl.tasks.front(), "cudaSetDevice", e);
     BRAID_CHECK(prepare(cl));
-    cl.connected = cl.res->linkEnds(cl.sends, cl.recvs, &cl.launch);
+    cl.connected = cl.res->linkEnds(cl.protocol, cl.sends, cl.recvs, &cl.launch);
     connecting = connecting || !cl.connected;
   }
   if (launches.size() == 1 || !connecting) {
