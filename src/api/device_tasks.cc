@@ -74,6 +74,12 @@ struct CommLaunch {
   kernels::Launch launch;
   algo::Protocol protocol = algo::Protocol::Simple;  // the whole launch's, the same on every rank
   GpuResources::Links sends, recvs;  // sorted and unique once prepared
+  struct Copy {
+    void* dst;
+    const void* src;
+    size_t bytes;
+  };
+  std::vector<Copy> selfCopies;  // send/recv pairs to oneself: copies before the launch
   bool connected = false;  // every link in sends/recvs exists, and launch has their ends
   std::vector<void*> scratch;  // stream-ordered copies for in-place AlltoAll and send/recv
 };
@@ -126,6 +132,7 @@ ncclResult_t planP2p(CommLaunch& cl, const std::vector<const Task*>& p2p) {
   ncclComm* comm = cl.comm;
   std::vector<algo::P2pOp> ops;
   std::vector<void*> bufs(2 * p2p.size(), nullptr);
+  std::vector<size_t> selfSends, selfRecvs;
   for (size_t i = 0; i < p2p.size(); ++i) {
     const Task& t = *p2p[i];
     size_t bytes = t.count * sizeOfType(t.type);
@@ -133,6 +140,20 @@ ncclResult_t planP2p(CommLaunch& cl, const std::vector<const Task*>& p2p) {
     bufs[2 * i] = const_cast<void*>(t.sendbuff);
     bufs[2 * i + 1] = t.recvbuff;
     if (t.isSend && bytes > 0 && sendOverlapsARecv(t, p2p)) BRAID_CHECK(stagedCopy(cl, t, t.sendbuff, bytes, &bufs[2 * i]));
+    if (t.root == comm->rank && bytes > 0) (t.isSend ? selfSends : selfRecvs).push_back(i);
+  }
+  // Sends to oneself pair up with recvs from oneself, the k-th with the k-th (as buildP2p
+  // pairs them). Then each pair is a copy by the copy kernel (kernels::copyAsync, at copy
+  // speed) instead of one lane of the executor, and buildP2p sees it as empty. Pairs that do
+  // not match stay, so that buildP2p and the launch report the mismatch.
+  bool paired = selfSends.size() == selfRecvs.size();
+  for (size_t k = 0; paired && k < selfSends.size(); ++k)
+    paired = p2p[selfSends[k]]->count * sizeOfType(p2p[selfSends[k]]->type) ==
+             p2p[selfRecvs[k]]->count * sizeOfType(p2p[selfRecvs[k]]->type);
+  for (size_t k = 0; paired && k < selfSends.size(); ++k) {
+    const size_t s = selfSends[k], r = selfRecvs[k];
+    cl.selfCopies.push_back({bufs[2 * r + 1], bufs[2 * s], ops[s].count * sizeOfType(p2p[s]->type)});
+    ops[s].count = ops[r].count = 0;
   }
   algo::RankPlan plan = algo::buildP2p(comm->rank, comm->nRanks, ops);
   // One op per P2P task (its type), all sharing the group's buffer table.
@@ -209,6 +230,11 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
   };
   for (cudaStream_t s : others)
     if (cudaError_t e = joinStreams(s, L.stream); e != cudaSuccess) return cudaFail(first, "joining streams", e);
+  for (const CommLaunch::Copy& c : cl.selfCopies) {
+    if (c.dst == c.src) continue;
+    if (cudaError_t e = kernels::copyAsync(c.dst, c.src, c.bytes, L.stream); e != cudaSuccess)
+      return cudaFail(first, "the copy kernel's launch (a send/recv to oneself)", e);
+  }
   BRAID_CHECK(kernels::launch(L));
   for (void* p : cl.scratch)
     if (cudaError_t e = cudaFreeAsync(p, L.stream); e != cudaSuccess) return cudaFail(first, "cudaFreeAsync", e);

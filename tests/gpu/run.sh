@@ -20,6 +20,8 @@
 #                 the machine has N GPUs.
 #   call-cost     gpu_call_cost: host cost of the CUDA calls on the enqueue path, tiny copies.
 #   async-error   gpu_api_async_error: a kernel fault reported by ncclCommGetAsyncError.
+#   api-self      gpu_api_self_sendrecv: send/recv pairs to oneself run as copies (1 rank, at
+#                 copy speed; mixed groups with a peer, 2 ranks as threads).
 #   api-graph     CUDA graph (100 replays) and abort within 1 s through the API (2 threads).
 #   torch         PyTorch drop-in (torch_dropin.py, LD_PRELOAD), world sizes 2 and 4 on GPU 0.
 #   executor      gpu_executor_test: the executor alone (ranks as threads), 1/2/4/8 ranks.
@@ -184,6 +186,7 @@ section call-cost "${LIMIT_CALL_COST:-30}" "$build/tests/gpu/gpu_call_cost"
 section api-graph "${LIMIT_API_GRAPH:-60}" "$build/tests/gpu/gpu_api_graph_abort"
 section api-bad-input "${LIMIT_BAD_INPUT:-30}" "$build/tests/gpu/gpu_api_bad_input"
 section async-error "${LIMIT_ASYNC_ERROR:-30}" "$build/tests/gpu/gpu_api_async_error"
+section api-self "${LIMIT_API_SELF:-40}" "$build/tests/gpu/gpu_api_self_sendrecv"
 # 4. PyTorch drop-in with LD_PRELOAD=libbraid.so, 2 and 4 processes on GPU 0.
 if python3 -c 'import importlib.util as u, sys; sys.exit(u.find_spec("torch") is None)' >/dev/null 2>&1; then
   section torch "${LIMIT_TORCH:-90}" bash "$here/run.sh" --part torch "$build" "${LIMIT_TORCH:-90}"
