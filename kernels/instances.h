@@ -1,9 +1,10 @@
 // The executor's kernel instances: one per element type x protocol, built from the two lists
 // below and nothing else -- the ElemType enum (work_layout.h), the launcher table (entry.cu)
-// and the generated instance files (CMakeLists.txt reads the X(...) lines of this file).
+// and the generated files, one per type (CMakeLists.txt finds the types in this file by the
+// form X(Name, ncclName): keep it).
 //
 // Element types, in ncclDataType_t order; pack.cc checks each code against the enumerator
-// named beside it. X(kernel name, ncclDataType_t enumerator); one X(...) per line.
+// named beside it. X(kernel name, ncclDataType_t enumerator).
 #pragma once
 
 #define BRAID_ELEM_TYPES(X) \
@@ -20,8 +21,8 @@
   X(Fp8E4M3, ncclFloat8e4m3) \
   X(Fp8E5M2, ncclFloat8e5m2)
 
-// The protocols the kernels are instantiated for, as algo::Protocol names them
-// (src/algo/protocol.h); one X(...) per line, CMake parses them too.
+// The protocols each type's file instantiates, as algo::Protocol names them, in its order
+// (src/algo/protocol.h; entry.cu checks it).
 #define BRAID_PROTOCOLS(X) \
   X(LL)                    \
   X(LL128)                 \
