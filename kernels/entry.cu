@@ -1,4 +1,4 @@
-// The kernels' host entry points: the table of per-type executor launchers, and the
+// The kernels' host entry points: the table of executor launchers (per type, per protocol), and the
 // upload kernel. Work blobs too large for the executor kernel's parameters travel in the
 // parameters of the upload kernel instead, one chunk a launch, into stream-ordered device
 // memory. Unlike a cudaMemcpyAsync from host memory, this is safe to capture in a CUDA
@@ -8,16 +8,26 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/instances.h"
+
 namespace braid::kernels {
 
-#define BRAID_ELEM_TYPES(X) \
-  X(Int8) X(Uint8) X(Int32) X(Uint32) X(Int64) X(Uint64) X(Float16) X(Float32) X(Float64) X(Bfloat16) X(Fp8E4M3) X(Fp8E5M2)
-#define BRAID_DECLARE(T) \
-  cudaError_t launchExecutor##T(const KernelParams&, unsigned, unsigned, cudaStream_t);
+// The per-type launcher arrays (executor_<type>.cu), each indexed by algo::Protocol in
+// BRAID_PROTOCOLS order, which must be algo::Protocol's.
+#define BRAID_PROTOCOL_ID(PROTO) algo::Protocol::PROTO,
+constexpr algo::Protocol kInstanceOrder[] = {BRAID_PROTOCOLS(BRAID_PROTOCOL_ID)};
+constexpr bool instancesInProtocolOrder() {
+  for (int i = 0; i < algo::kNumProtocols; ++i)
+    if (int(kInstanceOrder[i]) != i) return false;
+  return sizeof(kInstanceOrder) / sizeof(kInstanceOrder[0]) == algo::kNumProtocols;
+}
+static_assert(instancesInProtocolOrder(), "instances.h: BRAID_PROTOCOLS must list algo::Protocol in its order");
+
+#define BRAID_DECLARE(T, NCCL) extern const ExecutorLauncher kExecutorLaunchers##T[algo::kNumProtocols];
 BRAID_ELEM_TYPES(BRAID_DECLARE)
-#define BRAID_ENTRY(T) &launchExecutor##T,
-const ExecutorLauncher kExecutorLaunchers[kNumElemTypes] = {BRAID_ELEM_TYPES(BRAID_ENTRY)};
-#define BRAID_DECLARE_PRELOAD(T) cudaError_t preloadExecutor##T();
+#define BRAID_ENTRY(T, NCCL) kExecutorLaunchers##T,
+const ExecutorLauncher* const kExecutorLaunchers[kNumElemTypes] = {BRAID_ELEM_TYPES(BRAID_ENTRY)};
+#define BRAID_DECLARE_PRELOAD(T, NCCL) cudaError_t preloadExecutor##T();
 BRAID_ELEM_TYPES(BRAID_DECLARE_PRELOAD)
 
 namespace {
@@ -34,7 +44,7 @@ __global__ void uploadKernel(const __grid_constant__ UploadParams p) {
 
 cudaError_t preloadAllKernels() {
   using Preload = cudaError_t (*)();
-#define BRAID_PRELOAD_ENTRY(T) &preloadExecutor##T,
+#define BRAID_PRELOAD_ENTRY(T, NCCL) &preloadExecutor##T,
   static const Preload preloads[] = {BRAID_ELEM_TYPES(BRAID_PRELOAD_ENTRY)};
   for (Preload p : preloads) {
     cudaError_t e = p();

@@ -44,7 +44,8 @@ ncclResult_t enqueueKernel(const Launch& w, const PackedLaunch& p, const PackedK
   params.flags = w.peersOnThisGpu ? kPeersOnThisGpu : 0;
   params.slicesPerStep = effectiveSlicesPerStep(uint32_t(w.slicesPerStep), p.nSlots);
 
-  auto launchKernel = [&] { return kExecutorLaunchers[int(k.type)](params, k.nBlocks, unsigned(w.threadsPerBlock), w.stream); };
+  const ExecutorLauncher launcher = kExecutorLaunchers[int(k.type)][int(p.protocol)];
+  auto launchKernel = [&] { return launcher(params, k.nBlocks, unsigned(w.threadsPerBlock), w.stream); };
   cudaError_t e = cudaSuccess;
   if (blob.size() <= kInlineWorkBytes) {
     std::memcpy(params.inlineWork, blob.data(), blob.size());
@@ -70,6 +71,17 @@ ncclResult_t enqueueKernel(const Launch& w, const PackedLaunch& p, const PackedK
 }  // namespace
 
 size_t inlineWorkCapacity() { return kInlineWorkBytes; }
+
+algo::Protocol usableProtocol(algo::Protocol asked, bool ordered128, int rank, std::atomic<bool>* said) {
+  if (asked != algo::Protocol::LL128 || ordered128) return asked;
+  if (said == nullptr || !said->exchange(true))
+    BRAID_INFO(kColl | kTuning | kP2p,
+               "rank %d: LL128 asked, but not every connection carries 128-byte stores whole and in order (peers "
+               "on another GPU without NVLink, or FIFOs staged in host memory, e.g. NCCL_P2P_DISABLE=1): such "
+               "calls run with Simple",
+               rank);
+  return algo::Protocol::Simple;
+}
 
 ncclResult_t preloadKernels(int cudaDev) {
   // Every launch asks: once loaded, a device is one atomic load away (devices 0..63).

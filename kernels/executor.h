@@ -10,11 +10,14 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
+#include "algo/protocol.h"
 #include "algo/schedule.h"
-#include "kernels/work_layout.h"  // RedKind, DeviceError
+#include "kernels/proto_layout.h"  // FifoShape, maxStepBytes, defaultFifo
+#include "kernels/work_layout.h"   // RedKind, DeviceError
 #include "nccl.h"
 #include "transport/p2p_fifo.h"
 
@@ -59,6 +62,10 @@ class WorkCache;
 struct Launch {
   int cudaDev = 0;
   cudaStream_t stream = nullptr;
+  // How the connections carry the data: the same on every rank of the call, and `sends` and
+  // `recvs` are that protocol's connection ends (their FIFOs have its shape: proto_layout.h).
+  // LL128 needs ends marked ordered128 (launch() refuses it elsewhere: see usableProtocol).
+  algo::Protocol protocol = algo::Protocol::Simple;
   std::vector<OpWork> ops;
   std::vector<LaneWork> lanes;
   std::vector<SendConn> sends;
@@ -79,6 +86,12 @@ struct Launch {
 // their ops in the same order. Returns ncclInvalidArgument for a malformed launch (a step
 // naming a connection or buffer that is absent), ncclUnhandledCudaError when CUDA refuses.
 ncclResult_t launch(const Launch& work);
+
+// The protocol a call runs when `asked` was chosen: `asked`, or Simple when LL128 was asked
+// and `ordered128` (every connection of the call, on every rank of it, carries 128-byte stores
+// whole and in order) is false. The fallback is logged once per `said` at INFO, naming `rank`.
+// Every rank must pass the same values, so that all ends of a connection run one protocol.
+algo::Protocol usableProtocol(algo::Protocol asked, bool ordered128, int rank, std::atomic<bool>* said);
 
 // Loads all executor kernels on `cudaDev` (once per device; later calls return at once).
 // CUDA loads modules lazily by default, and a module load waits for running kernels: a

@@ -3,14 +3,15 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
+#include "algo/protocol.h"
 #include "kernels/work_layout.h"
 
 namespace braid::kernels {
 
 using ExecutorLauncher = cudaError_t (*)(const KernelParams& params, unsigned blocks, unsigned threads,
                                          cudaStream_t stream);
-// Indexed by ElemType.
-extern const ExecutorLauncher kExecutorLaunchers[kNumElemTypes];
+// Indexed by ElemType, then by algo::Protocol.
+extern const ExecutorLauncher* const kExecutorLaunchers[kNumElemTypes];
 
 // Loads every kernel's module on the current device (see preloadKernels in executor.h).
 cudaError_t preloadAllKernels();

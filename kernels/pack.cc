@@ -10,7 +10,15 @@
 namespace braid::kernels {
 namespace {
 
+using algo::Protocol;
+
 using ConnKey = std::pair<int, int>;  // (channel, peer)
+
+// ElemType mirrors ncclDataType_t (kernelTypeOf converts by value).
+#define BRAID_SAME_CODE(T, NCCL) static_assert(int(ElemType::T) == int(NCCL), "ElemType::" #T " must equal " #NCCL);
+BRAID_ELEM_TYPES(BRAID_SAME_CODE)
+#undef BRAID_SAME_CODE
+static_assert(kNumElemTypes == int(ncclNumTypes), "one kernel type per ncclDataType_t");
 
 // Ops that only move bytes run in the uint8 kernel with counts and offsets in bytes, so
 // that one kernel serves all their types and a group of them shares one launch.
@@ -42,10 +50,17 @@ struct Tables {
   uint32_t slotBytes = 0, nSlots = 0;
 };
 
-ncclResult_t checkSlots(Tables& t, uint32_t slotBytes, uint32_t nSlots, int channel, int peer) {
-  if (slotBytes == 0 || slotBytes % 16 != 0 || nSlots == 0)
-    return fail(ncclInvalidArgument, "executor: connection (channel %d, peer %d) has %u slots of %u bytes; need at least one slot of a multiple of 16 bytes",
-                channel, peer, nSlots, slotBytes);
+ncclResult_t checkSlots(Tables& t, Protocol protocol, uint32_t slotBytes, uint32_t nSlots, bool ordered128,
+                        int channel, int peer) {
+  const uint32_t unit = protocol == Protocol::LL128 ? kLL128LineBytes : 16;
+  if (!shapeFits(protocol, {slotBytes, nSlots}))
+    return fail(ncclInvalidArgument, "executor: %s connection (channel %d, peer %d) has %u slots of %u bytes; need at least one slot of a multiple of %u bytes",
+                algo::protocolName(protocol), channel, peer, nSlots, slotBytes, unit);
+  // 128-byte lines carry their flag in the same store as their data: safe only where such a
+  // store arrives whole and in order (proto_ll128.cuh). Anywhere else LL128 hands over stale data.
+  if (protocol == Protocol::LL128 && !ordered128)
+    return fail(ncclInvalidArgument, "executor: LL128 on connection (channel %d, peer %d), which does not carry 128-byte stores whole and in order (not on this GPU or NVLink, or staged in host memory); run it with Simple or LL",
+                channel, peer);
   if (t.slotBytes == 0) {
     t.slotBytes = slotBytes;
     t.nSlots = nSlots;
@@ -71,7 +86,7 @@ ncclResult_t buildConnTables(const Launch& w, Tables* t) {
   t->sends.reserve(w.sends.size());
   t->sendIndex.index.reserve(w.sends.size());
   for (const SendConn& c : w.sends) {
-    BRAID_CHECK(checkSlots(*t, c.end.slotBytes, c.end.nSlots, c.channel, c.peer));
+    BRAID_CHECK(checkSlots(*t, w.protocol, c.end.slotBytes, c.end.nSlots, c.end.ordered128, c.channel, c.peer));
     if (c.end.peerFifo == nullptr || c.end.peerTail == nullptr || c.end.localHead == nullptr)
       return fail(ncclInvalidArgument, "executor: send connection (channel %d, peer %d) has a null pointer", c.channel, c.peer);
     t->sendIndex.index.push_back({ConnKey{c.channel, c.peer}, int16_t(t->sends.size())});
@@ -80,7 +95,7 @@ ncclResult_t buildConnTables(const Launch& w, Tables* t) {
   t->recvs.reserve(w.recvs.size());
   t->recvIndex.index.reserve(w.recvs.size());
   for (const RecvConn& c : w.recvs) {
-    BRAID_CHECK(checkSlots(*t, c.end.slotBytes, c.end.nSlots, c.channel, c.peer));
+    BRAID_CHECK(checkSlots(*t, w.protocol, c.end.slotBytes, c.end.nSlots, c.end.ordered128, c.channel, c.peer));
     if (c.end.localFifo == nullptr || c.end.localTail == nullptr || c.end.peerHead == nullptr)
       return fail(ncclInvalidArgument, "executor: recv connection (channel %d, peer %d) has a null pointer", c.channel, c.peer);
     t->recvIndex.index.push_back({ConnKey{c.channel, c.peer}, int16_t(t->recvs.size())});
@@ -226,6 +241,8 @@ ncclResult_t packLaunch(const Launch& w, PackedLaunch* out) {
       return fail(ncclInvalidArgument, "executor: op %d has data type %d", lw.op, int(w.ops[lw.op].type));
     lanesOfOp[lw.op].push_back(int(i));
   }
+  if (int(w.protocol) >= algo::kNumProtocols)
+    return fail(ncclInvalidArgument, "executor: protocol %d; need LL, LL128 or Simple", int(w.protocol));
   Tables tables;
   BRAID_CHECK(buildConnTables(w, &tables));
   ConvertedLanes converted;
@@ -256,6 +273,7 @@ ncclResult_t packLaunch(const Launch& w, PackedLaunch* out) {
     }
     if (!batch.empty()) packKernel(w, tables, converted, static_cast<ElemType>(type), batch, &out->kernels);
   }
+  out->protocol = w.protocol;
   out->slotBytes = tables.slotBytes;
   out->nSlots = tables.nSlots;
   return ncclSuccess;

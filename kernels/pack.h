@@ -20,13 +20,16 @@ struct PackedKernel {
 
 struct PackedLaunch {
   std::vector<PackedKernel> kernels;  // in enqueue order
+  algo::Protocol protocol = algo::Protocol::Simple;  // every kernel's
   uint32_t slotBytes = 0, nSlots = 0;  // the FIFO shape all connections share
 };
 
 // Checks and packs `w` (everything but the CUDA side: device, stream, thread count).
 // Kernels in (type, op) order: ops of one type share a kernel unless they use a common
 // connection (a connection has one sending and one receiving lane at a time), so such an op
-// waits for the next kernel. Returns ncclInvalidArgument for a malformed launch.
+// waits for the next kernel. Returns ncclInvalidArgument for a malformed launch, also for
+// connections whose FIFO shape does not fit the protocol, and for LL128 over a connection
+// not marked ordered128.
 ncclResult_t packLaunch(const Launch& w, PackedLaunch* out);
 
 }  // namespace braid::kernels

@@ -5,14 +5,17 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/instances.h"
+
 namespace braid::kernels {
 
-// Element-type codes of the kernels (ncclDataType_t order).
-enum class ElemType : uint8_t {
-  Int8 = 0, Uint8 = 1, Int32 = 2, Uint32 = 3, Int64 = 4, Uint64 = 5,
-  Float16 = 6, Float32 = 7, Float64 = 8, Bfloat16 = 9, Fp8E4M3 = 10, Fp8E5M2 = 11,
-};
-constexpr int kNumElemTypes = 12;
+// Element-type codes of the kernels (ncclDataType_t order: instances.h).
+#define BRAID_ELEM_ENUM(T, NCCL) T,
+enum class ElemType : uint8_t { BRAID_ELEM_TYPES(BRAID_ELEM_ENUM) };
+#undef BRAID_ELEM_ENUM
+#define BRAID_ELEM_COUNT(T, NCCL) +1
+constexpr int kNumElemTypes = 0 BRAID_ELEM_TYPES(BRAID_ELEM_COUNT);
+#undef BRAID_ELEM_COUNT
 
 enum class RedKind : uint8_t { Sum = 0, Prod = 1, Max = 2, Min = 3, PreMulSum = 4, SumPostDiv = 5 };
 

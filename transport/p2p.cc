@@ -29,7 +29,7 @@ constexpr size_t kCounterBytes = 128;             // a counter and this side's o
 constexpr size_t kRecordAlign = 4096;
 constexpr uint32_t kTagHeader = 0x50325000;       // "P2P" + 0: header; +1: entries; +2: ack
 constexpr uint32_t kTagAck = kTagHeader + 2;
-constexpr uint32_t kMagic = 0xb2a1d003;           // 3: staged regions are shared memory, named in the header
+constexpr uint32_t kMagic = 0xb2a1d004;           // 4: the header says whether LL128 may use the link
 constexpr size_t kShmNameBytes = 128;
 
 enum EntryKind : int32_t { kRecvRecord = 0, kHeadCounter = 1 };
@@ -43,7 +43,7 @@ struct Header {
   uint64_t base;   // the region's device address in the sender's process (same-process peers use it)
   uint64_t bytes;  // the region's size
   int32_t hostStaged;
-  int32_t pad;
+  int32_t ordered128;  // the sender sees an ordered128Path to the receiver and stages nothing
   cudaIpcMemHandle_t handle;    // device memory: for cudaIpcOpenMemHandle
   char shmName[kShmNameBytes];  // staged: the shared-memory object, NUL-terminated
 };
@@ -73,6 +73,16 @@ bool peerAccessible(int fromDev, int toDev) {
   cudaError_t e = cudaDeviceCanAccessPeer(&can, fromDev, toDev);
   if (e != cudaSuccess) (void)cudaGetLastError();  // counts as "no": the region is staged
   return e == cudaSuccess && can != 0;
+}
+
+// NVLink between two GPUs of this process: CUDA reports native atomics between peers over
+// NVLink, not over PCIe. Any error counts as "no" (LL128 is then not used on that link).
+bool nvlinkBetween(int fromDev, int toDev) {
+  if (fromDev == toDev) return false;
+  int atomics = 0;
+  cudaError_t e = cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, fromDev, toDev);
+  if (e != cudaSuccess) (void)cudaGetLastError();
+  return e == cudaSuccess && atomics != 0;
 }
 
 // This process's ordinal of the GPU at `busId`, or -1 when it is not visible here.
@@ -245,6 +255,27 @@ std::string busIdString(int64_t busId) {
   return s;
 }
 
+bool ordered128Path(const P2pPeerInfo& viewer, const P2pPeerInfo& a, const P2pPeerInfo& b, const GpuQueries& gpu) {
+  if (a.hostHash != b.hostHash || a.hostHash != viewer.hostHash) return false;
+  const bool sameGpu = (sameProcess(a, b) && a.cudaDev == b.cudaDev) || (a.busId >= 0 && a.busId == b.busId);
+  if (sameGpu) return true;
+  // This process's ordinal of each GPU: its own ordinal where the rank lives here.
+  auto ordinal = [&](const P2pPeerInfo& r) { return sameProcess(r, viewer) ? r.cudaDev : gpu.deviceByBusId(r.busId); };
+  const int da = ordinal(a), db = ordinal(b);
+  if (da < 0 || db < 0 || da == db || !gpu.nvlink) return false;
+  return gpu.canAccessPeer(da, db) && gpu.canAccessPeer(db, da) && gpu.nvlink(da, db) && gpu.nvlink(db, da);
+}
+
+bool ordered128Everywhere(const std::vector<P2pPeerInfo>& peers, int viewer, bool p2pDisabled, const GpuQueries& gpu) {
+  if (p2pDisabled || viewer < 0 || size_t(viewer) >= peers.size()) return false;
+  for (size_t a = 0; a < peers.size(); ++a)
+    for (size_t b = a + 1; b < peers.size(); ++b)
+      if (!ordered128Path(peers[viewer], peers[a], peers[b], gpu)) return false;
+  return true;
+}
+
+GpuQueries cudaGpuQueries() { return GpuQueries{deviceByBusId, peerAccessible, nvlinkBetween}; }
+
 std::vector<StageReason> planStaging(const P2pPeerInfo& self, const std::vector<P2pPeerInfo>& peers,
                                      const std::vector<int>& linked, bool p2pDisabled, const GpuQueries& gpu) {
   std::vector<StageReason> reasons;
@@ -285,7 +316,8 @@ ncclResult_t P2pTransport::connect(Bootstrap& boot, const std::vector<P2pPeerInf
 
   // Stage this rank's region in host memory when P2P is off or a linked GPU cannot reach it.
   const bool p2pDisabled = env::getInt("NCCL_P2P_DISABLE", 0) != 0;
-  const std::vector<StageReason> reasons = planStaging(self, peers, linked, p2pDisabled, GpuQueries{deviceByBusId, peerAccessible});
+  const GpuQueries gpu = cudaGpuQueries();
+  const std::vector<StageReason> reasons = planStaging(self, peers, linked, p2pDisabled, gpu);
   bool stage = p2pDisabled;
   std::string why;
   for (size_t i = 0; i < linked.size(); ++i) {
@@ -356,7 +388,12 @@ ncclResult_t P2pTransport::connect(Bootstrap& boot, const std::vector<P2pPeerInf
     e = cudaIpcGetMemHandle(&header.handle, t->region_);
     if (e != cudaSuccess) return cudaFail(me, "cudaIpcGetMemHandle", e);
   }
+  // Per peer, this side's view of LL128 on the links between them; each link takes the
+  // views of both ends (below), so that both ends agree.
+  std::map<int, bool> ordered128;
+  for (int p : linked) ordered128[p] = !stage && ordered128Path(self, self, peers[p], gpu);
   for (int p : linked) {
+    header.ordered128 = ordered128[p] ? 1 : 0;
     std::vector<Entry> entries;
     for (size_t i = 0; i < recvFrom.size(); ++i)
       if (recvFrom[i].peer == p) entries.push_back(Entry{recvFrom[i].channel, kRecvRecord, recvOffset[i]});
@@ -379,6 +416,7 @@ ncclResult_t P2pTransport::connect(Bootstrap& boot, const std::vector<P2pPeerInf
     std::vector<Entry> entries(h.nEntries);
     BRAID_CHECK(boot.recv(p, kTagHeader + 1, entries.data(), entries.size() * sizeof(Entry)));
     if (h.pid != self.pid || h.hostHash != self.hostHash) t->crossProcess_ = true;
+    ordered128[p] = ordered128[p] && h.ordered128 != 0 && !h.hostStaged;
     Imported im;
     ncclResult_t r = importRegion(me, p, self, peers[p], h, reasons[i], &im);
     if (im.ipc != nullptr) t->imported_.push_back(im.ipc);
@@ -424,6 +462,7 @@ ncclResult_t P2pTransport::connect(Bootstrap& boot, const std::vector<P2pPeerInf
     s.localHead = reinterpret_cast<uint64_t*>(t->regionDev_ + headOffset[i]);
     s.slotBytes = options.slotBytes;
     s.nSlots = options.nSlots;
+    s.ordered128 = ordered128[sendTo[i].peer];
     t->sendEnds_.push_back(s);
   }
   for (size_t i = 0; i < recvFrom.size(); ++i) {
@@ -436,6 +475,7 @@ ncclResult_t P2pTransport::connect(Bootstrap& boot, const std::vector<P2pPeerInf
     r.peerHead = reinterpret_cast<uint64_t*>(it->second);
     r.slotBytes = options.slotBytes;
     r.nSlots = options.nSlots;
+    r.ordered128 = ordered128[recvFrom[i].peer];
     t->recvEnds_.push_back(r);
   }
   *out = std::move(t);

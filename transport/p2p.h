@@ -57,6 +57,8 @@ const char* stageReasonName(StageReason r);
 struct GpuQueries {
   std::function<int(int64_t busId)> deviceByBusId;  // this process's ordinal of that GPU, or -1
   std::function<bool(int fromDev, int toDev)> canAccessPeer;
+  // Whether two GPUs of this process are joined by NVLink (null: never, i.e. in doubt, no).
+  std::function<bool(int fromDev, int toDev)> nvlink;
 };
 
 // The staging decision for the region of rank `self`, one reason per linked peer (in the
@@ -67,6 +69,21 @@ struct GpuQueries {
 // device memory that peer exports. Peers must be on this host (same hostHash).
 std::vector<StageReason> planStaging(const P2pPeerInfo& self, const std::vector<P2pPeerInfo>& peers,
                                      const std::vector<int>& linked, bool p2pDisabled, const GpuQueries& gpu);
+
+// Whether 128-byte stores of one warp instruction go from rank a's GPU to rank b's whole and
+// in order, as this process (that of `viewer`) sees it: the same GPU, or two GPUs that it sees
+// joined by NVLink both ways. PCIe splits and reorders such writes, so peer GPUs without
+// NVLink do not qualify, and neither does a GPU this process cannot see (in doubt, no). Ranks
+// must be on one host. This is what the LL128 protocol needs (kernels/proto_ll128.cuh).
+bool ordered128Path(const P2pPeerInfo& viewer, const P2pPeerInfo& a, const P2pPeerInfo& b, const GpuQueries& gpu);
+// Whether every pair of `peers` has such a path and no FIFO would be staged in host memory
+// (p2pDisabled: NCCL_P2P_DISABLE). Every rank of a communicator that sees the same GPUs gets
+// the same answer, which is what a protocol choice shared by all ranks needs.
+bool ordered128Everywhere(const std::vector<P2pPeerInfo>& peers, int viewer, bool p2pDisabled, const GpuQueries& gpu);
+
+// The queries as CUDA answers them on this machine (NVLink: native atomics between the
+// peers, which CUDA reports for NVLink and not for PCIe).
+GpuQueries cudaGpuQueries();
 
 // "0000:18:00.0" for P2pPeerInfo::busId (domain<<20 | bus<<12 | dev<<4 | fn); "?" when < 0.
 std::string busIdString(int64_t busId);
@@ -86,7 +103,8 @@ class P2pTransport {
   // Collective: closes imported handles, waits for every peer to do the same, then frees.
   ncclResult_t close();
 
-  // False when connect() was not asked for that link.
+  // False when connect() was not asked for that link. An end is marked ordered128 when both
+  // ranks found an ordered128Path between them and neither region is staged in host memory.
   bool sendEnd(int channel, int peer, FifoSendEnd* out) const;
   bool recvEnd(int channel, int peer, FifoRecvEnd* out) const;
   const std::vector<P2pLink>& sendLinks() const { return sendTo_; }

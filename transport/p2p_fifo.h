@@ -1,5 +1,5 @@
-// The device-visible ends of one Simple-protocol connection: what a kernel needs to send
-// or receive through a FIFO of slots guarded by two 64-bit step counters.
+// The device-visible ends of one connection: what a kernel needs to send or receive through
+// a FIFO of slots guarded by two 64-bit step counters.
 //
 // The receiver owns the FIFO and the tail counter (the sender writes both remotely, so the
 // receiver polls local memory); the sender owns the head counter (the receiver writes it).
@@ -8,13 +8,18 @@
 //
 // Each side also keeps its own position (the sender's tail, the receiver's head) in its own
 // memory, kOwnStepWords words past its local counter (same 128-byte line, another sector), so
-// that a kernel learns where a connection stands without a read across NVLink.
+// that a kernel learns where a connection stands without a read across NVLink. The word after
+// it holds the last value of the local counter that side has seen (the sender: the head), so
+// that a sender with room left need not read the counter at all.
+//
+// The same ends serve every protocol (kernels/proto_layout.h says what a slot holds); each
+// protocol has FIFOs of its own, with counters of their own, connected on its first use.
 #pragma once
 #include <cstdint>
 
 namespace braid::transport {
 
-constexpr uint32_t kOwnStepWords = 8;  // 64 bytes
+constexpr uint32_t kOwnStepWords = 8;  // 64 bytes; then [0] own step, [1] local counter last seen
 
 struct FifoSendEnd {
   char* peerFifo = nullptr;        // the receiver's slots
@@ -22,6 +27,9 @@ struct FifoSendEnd {
   uint64_t* localHead = nullptr;   // in this side's memory; written by the receiver (own tail copy at +kOwnStepWords)
   uint32_t slotBytes = 0;
   uint32_t nSlots = 0;
+  // 128-byte stores of one warp instruction reach the receiver's FIFO whole and in order
+  // (both ends on one GPU or joined by NVLink, FIFO in device memory): what LL128 needs.
+  bool ordered128 = false;
 };
 
 struct FifoRecvEnd {
@@ -30,6 +38,7 @@ struct FifoRecvEnd {
   uint64_t* peerHead = nullptr;    // in the sender's memory; written by this side
   uint32_t slotBytes = 0;
   uint32_t nSlots = 0;
+  bool ordered128 = false;         // as FifoSendEnd::ordered128, for this connection
 };
 
 }  // namespace braid::transport

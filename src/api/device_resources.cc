@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/cuda_scope.h"
+#include "core/env.h"
 #include "core/log.h"
 
 namespace braid::api {
@@ -72,6 +73,10 @@ ncclResult_t GpuResources::create(ncclComm* comm, GpuResources** out) {
     res->sameGpu_.push_back(p.hostHash == comm->peers[comm->rank].hostHash &&
                             std::string(p.busId) == comm->peers[comm->rank].busId);
   warnIfTimeSliced(*comm, res->sameGpu_);
+  std::vector<transport::P2pPeerInfo> p2pPeers;
+  for (const PeerInfo& p : comm->peers) p2pPeers.push_back(toP2pInfo(p));
+  res->ordered128_ = transport::ordered128Everywhere(p2pPeers, comm->rank, env::getInt("NCCL_P2P_DISABLE", 0) != 0,
+                                                     transport::cudaGpuQueries());
   res->workCache_ = std::make_unique<kernels::WorkCache>();
   *out = res.release();
   return ncclSuccess;
@@ -79,12 +84,18 @@ ncclResult_t GpuResources::create(ncclComm* comm, GpuResources** out) {
 
 GpuResources::~GpuResources() { close(true); }
 
-ncclResult_t GpuResources::ensureLinks(const Links& sends, const Links& recvs) {
+algo::Protocol GpuResources::usableProtocol(algo::Protocol asked) {
+  return kernels::usableProtocol(asked, ordered128_, comm_->rank, &saidNoLL128_);
+}
+
+ncclResult_t GpuResources::ensureLinks(algo::Protocol proto, const Links& sends, const Links& recvs) {
+  auto& sendEnds = sendEnds_[int(proto)];
+  auto& recvEnds = recvEnds_[int(proto)];
   std::vector<transport::P2pLink> newSends, newRecvs;
   for (auto& l : sends)
-    if (!sendEnds_.count(l)) newSends.push_back({l.first, l.second});
+    if (!sendEnds.count(l)) newSends.push_back({l.first, l.second});
   for (auto& l : recvs)
-    if (!recvEnds_.count(l)) newRecvs.push_back({l.first, l.second});
+    if (!recvEnds.count(l)) newRecvs.push_back({l.first, l.second});
   if (newSends.empty() && newRecvs.empty()) return ncclSuccess;
   for (const auto* links : {&newSends, &newRecvs})
     for (const transport::P2pLink& l : *links)
@@ -95,33 +106,38 @@ ncclResult_t GpuResources::ensureLinks(const Links& sends, const Links& recvs) {
                     comm_->rank, l.peer);
   std::vector<transport::P2pPeerInfo> peers;
   for (const PeerInfo& p : comm_->peers) peers.push_back(toP2pInfo(p));
+  const kernels::FifoShape shape = fifoShape(proto);
   std::unique_ptr<transport::P2pTransport> t;
-  BRAID_CHECK(transport::P2pTransport::connect(*comm_->bootstrap, peers, {kSlotBytes, kSlots}, newSends, newRecvs, &t));
-  for (auto& l : newSends) (void)t->sendEnd(l.channel, l.peer, &sendEnds_[{l.channel, l.peer}]);
-  for (auto& l : newRecvs) (void)t->recvEnd(l.channel, l.peer, &recvEnds_[{l.channel, l.peer}]);
+  BRAID_CHECK(transport::P2pTransport::connect(*comm_->bootstrap, peers, {shape.slotBytes, shape.nSlots}, newSends,
+                                               newRecvs, &t));
+  for (auto& l : newSends) (void)t->sendEnd(l.channel, l.peer, &sendEnds[{l.channel, l.peer}]);
+  for (auto& l : newRecvs) (void)t->recvEnd(l.channel, l.peer, &recvEnds[{l.channel, l.peer}]);
   transports_.push_back(std::move(t));
   size_t staged = 0;
   for (auto& tr : transports_) staged += tr->hostStaged() ? tr->bytesAllocated() : 0;
-  BRAID_INFO(kInit | kAlloc, "rank %d: GPU connections now use %zu bytes of FIFO memory (%zu of them pinned host memory)",
-             comm_->rank, bytesAllocated(), staged);
+  BRAID_INFO(kInit | kAlloc, "rank %d: %s connections made; GPU connections now use %zu bytes of FIFO memory (%zu of them pinned host memory)",
+             comm_->rank, algo::protocolName(proto), bytesAllocated(), staged);
   return ncclSuccess;
 }
 
-bool GpuResources::linkEnds(const Links& sends, const Links& recvs, kernels::Launch* launch) const {
+bool GpuResources::linkEnds(algo::Protocol proto, const Links& sends, const Links& recvs, kernels::Launch* launch) const {
+  const auto& sendEnds = sendEnds_[int(proto)];
+  const auto& recvEnds = recvEnds_[int(proto)];
   std::vector<kernels::SendConn> sendConns;
   std::vector<kernels::RecvConn> recvConns;
   sendConns.reserve(sends.size());
   recvConns.reserve(recvs.size());
   for (auto& [channel, peer] : sends) {
-    auto it = sendEnds_.find({channel, peer});
-    if (it == sendEnds_.end()) return false;
+    auto it = sendEnds.find({channel, peer});
+    if (it == sendEnds.end()) return false;
     sendConns.push_back({channel, peer, it->second});
   }
   for (auto& [channel, peer] : recvs) {
-    auto it = recvEnds_.find({channel, peer});
-    if (it == recvEnds_.end()) return false;
+    auto it = recvEnds.find({channel, peer});
+    if (it == recvEnds.end()) return false;
     recvConns.push_back({channel, peer, it->second});
   }
+  launch->protocol = proto;
   launch->sends = std::move(sendConns);
   launch->recvs = std::move(recvConns);
   return true;

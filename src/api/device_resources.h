@@ -2,12 +2,14 @@
 // batch by batch, as collectives first need them), and host-mapped abort and error words
 // that the kernels poll and write.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <utility>
 #include <vector>
 
+#include "algo/protocol.h"
 #include "core/comm.h"
 #include "kernels/executor.h"
 #include "kernels/work_cache.h"
@@ -17,20 +19,25 @@ namespace braid::api {
 
 class GpuResources final : public DeviceResources {
  public:
-  static constexpr uint32_t kSlotBytes = 256 * 1024;
-  static constexpr uint32_t kSlots = 8;
-
   ~GpuResources() override;
   static ncclResult_t create(ncclComm* comm, GpuResources** out);
 
+  // A connection's FIFO in protocol `p` (kernels/proto_layout.h says why these sizes).
+  static kernels::FifoShape fifoShape(algo::Protocol p) { return kernels::defaultFifo(p); }
+  // The protocol a call asked to run with `asked` runs: LL128 falls back to Simple (logged
+  // once) unless every pair of ranks is on one GPU or joined by NVLink and nothing is
+  // staged in host memory -- the same answer on every rank.
+  algo::Protocol usableProtocol(algo::Protocol asked);
+
   // (channel, peer) links, sorted and without repeats.
   using Links = std::vector<std::pair<int, int>>;
-  // Connects the links that are not connected yet (pairwise with the peers concerned; the
-  // peers ask for the matching links in the same call).
-  ncclResult_t ensureLinks(const Links& sends, const Links& recvs);
-  // The ends of these links, in order, for a launch; false (and `launch` untouched) when one
-  // is not connected yet.
-  bool linkEnds(const Links& sends, const Links& recvs, kernels::Launch* launch) const;
+  // Connects the links that are not connected yet in protocol `p` (pairwise with the peers
+  // concerned; the peers ask for the matching links in the same call). Each protocol has
+  // FIFOs of its own, made on its first use on a link.
+  ncclResult_t ensureLinks(algo::Protocol p, const Links& sends, const Links& recvs);
+  // The ends of these links in protocol `p`, in order, for a launch (launch->protocol set);
+  // false (and `launch` untouched) when one is not connected yet.
+  bool linkEnds(algo::Protocol p, const Links& sends, const Links& recvs, kernels::Launch* launch) const;
 
   volatile uint32_t* abortWord() const { return abortHost_; }
   const volatile uint32_t* abortWordDevice() const { return abortDev_; }
@@ -55,9 +62,12 @@ class GpuResources final : public DeviceResources {
   explicit GpuResources(ncclComm* comm) : comm_(comm) {}
   ncclComm* comm_;
   std::vector<std::unique_ptr<transport::P2pTransport>> transports_;
-  // The connected links' ends, by (channel, peer): found per launch without asking each transport.
-  std::map<std::pair<int, int>, transport::FifoSendEnd> sendEnds_;
-  std::map<std::pair<int, int>, transport::FifoRecvEnd> recvEnds_;
+  // The connected links' ends, by protocol and (channel, peer): found per launch without
+  // asking each transport.
+  std::map<std::pair<int, int>, transport::FifoSendEnd> sendEnds_[algo::kNumProtocols];
+  std::map<std::pair<int, int>, transport::FifoRecvEnd> recvEnds_[algo::kNumProtocols];
+  bool ordered128_ = false;               // LL128 may run (transport::ordered128Everywhere)
+  std::atomic<bool> saidNoLL128_{false};  // the fallback was logged
   uint32_t* words_ = nullptr;  // pinned, mapped: [0] abort, [1] error
   volatile uint32_t* abortHost_ = nullptr;
   const volatile uint32_t* abortDev_ = nullptr;

@@ -24,6 +24,13 @@
 namespace braid::api {
 namespace {
 
+// The executor's op codes mirror the host engine's (redOpFor converts by value).
+static_assert(int(kernels::RedKind::Sum) == int(host::HostOpKind::Sum) && int(kernels::RedKind::Prod) == int(host::HostOpKind::Prod) &&
+                  int(kernels::RedKind::Max) == int(host::HostOpKind::Max) && int(kernels::RedKind::Min) == int(host::HostOpKind::Min) &&
+                  int(kernels::RedKind::PreMulSum) == int(host::HostOpKind::PreMulSum) &&
+                  int(kernels::RedKind::SumPostDiv) == int(host::HostOpKind::SumPostDiv),
+              "kernels::RedKind must equal host::HostOpKind, code for code");
+
 ncclResult_t cudaFail(const Task& t, const char* what, cudaError_t e) {
   cudaGetLastError();
   return fail(ncclUnhandledCudaError, "%s (rank %d): %s failed: %s", t.caller, t.comm->rank, what, cudaGetErrorString(e));
@@ -58,16 +65,17 @@ struct CommLaunch {
   bool connected = false;  // every link in sends/recvs exists, and launch has their ends
   std::vector<void*> scratch;  // stream-ordered copies for in-place AlltoAll and send/recv
   std::vector<CallDesc> calls;  // the tasks as numbered calls (hang reports, the call check)
-  // The tuner's protocol and slices per step: one per launch, the first task's.
+  // The tuner's protocol and slices per step for the whole launch (the first task's choice;
+  // LL128 where the links allow it), the same on every rank.
   algo::Protocol protocol = algo::Protocol::Simple;
   int slicesPerStep = 0;
+  struct Copy {
+    void* dst;
+    const void* src;
+    size_t bytes;
+  };
+  std::vector<Copy> selfCopies;  // send/recv pairs to oneself: copies before the launch
 };
-
-void takeChoice(CommLaunch& cl, const algo::TunerChoice& c) {
-  if (cl.slicesPerStep > 0) return;
-  cl.protocol = c.protocol;
-  cl.slicesPerStep = c.slicesPerStep;
-}
 
 // The numbered calls of a launch end when its work on the stream does (tracked by an event),
 // at once when it was captured into a graph (replays are not calls), or when it failed.
@@ -112,9 +120,10 @@ ncclResult_t planCollective(CommLaunch& cl, const Task& t) {
   op.buffers = {in, t.recvbuff};
   // From the communicator's cache: a 64-channel ring all-reduce takes ~30 us to build.
   const algo::TunerChoice choice = comm->tuning->choose(t).best;
-  takeChoice(cl, choice);
+  const kernels::FifoShape fifo = GpuResources::fifoShape(cl.protocol);
   const algo::RankPlan& plan = comm->devicePlans->get(
-      collArgsFor(t, choice.channels, 16, size_t(GpuResources::kSlots) * GpuResources::kSlotBytes), choice.algorithm);
+      collArgsFor(t, choice.channels, 16, kernels::slotDataBytes(cl.protocol, fifo.slotBytes) * fifo.nSlots),
+      choice.algorithm);
   int opIndex = static_cast<int>(cl.launch.ops.size());
   cl.launch.ops.push_back(std::move(op));
   for (const algo::Lane& lane : plan.lanes) {
@@ -128,15 +137,29 @@ ncclResult_t planP2p(CommLaunch& cl, const std::vector<const Task*>& p2p) {
   ncclComm* comm = cl.comm;
   std::vector<algo::P2pOp> ops;
   std::vector<void*> bufs(2 * p2p.size(), nullptr);
+  std::vector<size_t> selfSends, selfRecvs;
   for (size_t i = 0; i < p2p.size(); ++i) {
     const Task& t = *p2p[i];
     size_t bytes = t.count * sizeOfType(t.type);
     const algo::TunerChoice choice = comm->tuning->choose(t).best;  // the same parts on both ends
-    takeChoice(cl, choice);
     ops.push_back({t.isSend, t.root, t.count, static_cast<uint32_t>(choice.channels)});
     bufs[2 * i] = const_cast<void*>(t.sendbuff);
     bufs[2 * i + 1] = t.recvbuff;
     if (t.isSend && bytes > 0 && sendOverlapsARecv(t, p2p)) BRAID_CHECK(stagedCopy(cl, t, t.sendbuff, bytes, &bufs[2 * i]));
+    if (t.root == comm->rank && bytes > 0) (t.isSend ? selfSends : selfRecvs).push_back(i);
+  }
+  // Sends to oneself pair up with recvs from oneself, the k-th with the k-th (as buildP2p
+  // pairs them). Then each pair is a copy by the copy kernel (kernels::copyAsync, at copy
+  // speed) instead of one lane of the executor, and buildP2p sees it as empty. Pairs that do
+  // not match stay, so that buildP2p and the launch report the mismatch.
+  bool paired = selfSends.size() == selfRecvs.size();
+  for (size_t k = 0; paired && k < selfSends.size(); ++k)
+    paired = p2p[selfSends[k]]->count * sizeOfType(p2p[selfSends[k]]->type) ==
+             p2p[selfRecvs[k]]->count * sizeOfType(p2p[selfRecvs[k]]->type);
+  for (size_t k = 0; paired && k < selfSends.size(); ++k) {
+    const size_t s = selfSends[k], r = selfRecvs[k];
+    cl.selfCopies.push_back({bufs[2 * r + 1], bufs[2 * s], ops[s].count * sizeOfType(p2p[s]->type)});
+    ops[s].count = ops[r].count = 0;
   }
   algo::RankPlan plan = algo::buildP2p(comm->rank, comm->nRanks, ops);
   // One op per P2P task (its type), all sharing the group's buffer table.
@@ -168,6 +191,10 @@ ncclResult_t prepare(CommLaunch& cl) {
     BRAID_CHECK(kernels::preloadKernels(comm->cudaDev));
   }
   cl.res = static_cast<GpuResources*>(comm->device.get());
+  // One protocol and slicing for the launch: the first task's choice (FIFO shapes follow it).
+  const algo::TunerChoice first = comm->tuning->choose(*cl.tasks.front()).best;
+  cl.protocol = cl.res->usableProtocol(first.protocol);
+  cl.slicesPerStep = first.slicesPerStep;
   std::vector<const Task*> p2p;
   for (const Task* t : cl.tasks) {
     if (t->coll == algo::Coll::SendRecv) p2p.push_back(t);
@@ -184,8 +211,8 @@ ncclResult_t prepare(CommLaunch& cl) {
 ncclResult_t connectAndLaunch(CommLaunch& cl) {
   kernels::Launch& L = cl.launch;
   if (!cl.connected) {
-    BRAID_CHECK(cl.res->ensureLinks(cl.sends, cl.recvs));
-    if (!cl.res->linkEnds(cl.sends, cl.recvs, &L))
+    BRAID_CHECK(cl.res->ensureLinks(cl.protocol, cl.sends, cl.recvs));
+    if (!cl.res->linkEnds(cl.protocol, cl.sends, cl.recvs, &L))
       return fail(ncclInternalError, "rank %d: a GPU connection is missing right after it was made", cl.comm->rank);
   }
   const Task& first = *cl.tasks.front();
@@ -194,12 +221,6 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
   L.abortFlag = cl.res->abortWordDevice();
   L.errorOut = cl.res->errorWordDevice();
   L.workCache = cl.res->workCache();
-  // The one place the tuner's protocol reaches the executor. kernels::Launch runs Simple only, and
-  // the tuner is told so (api/tuner_inputs.h kExecutorProtocols): when it runs LL/LL128, widen that
-  // set and hand cl.protocol to the launch here.
-  if (cl.protocol != algo::Protocol::Simple)
-    return fail(ncclInternalError, "rank %d: the tuner chose the %s protocol, which the GPU executor does not run",
-                cl.comm->rank, algo::protocolName(cl.protocol));
   if (cl.slicesPerStep > 0) L.slicesPerStep = cl.slicesPerStep;
   L.peersOnThisGpu = !cl.res->anyHostStaged();
   for (const GpuResources::Links* links : {&cl.sends, &cl.recvs})
@@ -219,6 +240,11 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
   };
   for (cudaStream_t s : others)
     if (cudaError_t e = joinStreams(s, L.stream); e != cudaSuccess) return cudaFail(first, "joining streams", e);
+  for (const CommLaunch::Copy& c : cl.selfCopies) {
+    if (c.dst == c.src) continue;
+    if (cudaError_t e = kernels::copyAsync(c.dst, c.src, c.bytes, L.stream); e != cudaSuccess)
+      return cudaFail(first, "the copy kernel's launch (a send/recv to oneself)", e);
+  }
   BRAID_CHECK(kernels::launch(L));
   for (void* p : cl.scratch)
     if (cudaError_t e = cudaFreeAsync(p, L.stream); e != cudaSuccess) return cudaFail(first, "cudaFreeAsync", e);
@@ -303,7 +329,7 @@ ncclResult_t runDeviceTasks(std::span<const Task* const> tasks) {
       untrack();
       return rc;
     }
-    cl.connected = cl.res->linkEnds(cl.sends, cl.recvs, &cl.launch);
+    cl.connected = cl.res->linkEnds(cl.protocol, cl.sends, cl.recvs, &cl.launch);
     connecting = connecting || !cl.connected;
   }
   if (launches.size() == 1 || !connecting) {

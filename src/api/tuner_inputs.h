@@ -12,9 +12,11 @@
 
 namespace braid::api {
 
-// The protocols the GPU executor (kernels/) runs: the one place the tuner learns it. Widen it
-// when the executor runs LL and LL128 (and hand the protocol to kernels::Launch, device_tasks.cc).
-constexpr algo::ProtocolSet kExecutorProtocols = algo::protocolBit(algo::Protocol::Simple);
+// The protocols the GPU executor (kernels/) runs: the one place the tuner learns it. LL128 is
+// chosen only on same-GPU and NVLink hops; where the transport cannot order 128-byte lines the
+// launch still falls back to Simple (GpuResources::usableProtocol).
+constexpr algo::ProtocolSet kExecutorProtocols =
+    algo::protocolBit(algo::Protocol::LL) | algo::protocolBit(algo::Protocol::LL128) | algo::protocolBit(algo::Protocol::Simple);
 
 struct RankPlace {
   uint64_t host = 0;

@@ -1,7 +1,7 @@
 // Micro-benchmark of the GPU executor on one GPU, ranks as threads of one process (RankGroup,
 // no communicator): all-reduce, all-gather, reduce-scatter and sendrecv on 2, 4 and 8 ranks,
 // 64 MiB to 1 GiB, next to a device-to-device cudaMemcpy measured in the same run, plus an
-// 8-byte all-reduce latency on 2 ranks.
+// 8-byte all-reduce latency on 2 ranks in every protocol.
 //
 // "bytes" is nccl-tests' size: all-reduce count*4, all-gather the output (n*count*4),
 // reduce-scatter the input (n*count*4), sendrecv what each rank sends; so every row of a size
@@ -15,7 +15,7 @@
 // 64 MiB up, and the 8-byte 2-rank all-reduce in at most 12 us; one "SUMMARY " line each.
 //
 //   gpu_bench_executor [--quick] [--coll LIST] [--ranks LIST] [--channels N] [--slot BYTES]
-//                      [--slots N] [--slices N] [--no-work-cache]
+//                      [--slots N] [--slices N] [--proto LIST] [--no-work-cache]
 //     --no-work-cache  upload large launches' work every launch (kernels::WorkCache off)
 //     --quick          64 MiB and 256 MiB only (default: 64 MiB, 256 MiB, 1 GiB), fewer iterations
 //     --coll LIST      allreduce,allgather,reducescatter,sendrecv (default: all four)
@@ -25,10 +25,14 @@
 //     --slot BYTES     FIFO slot size (default 512K; K, M suffixes; a multiple of 16)
 //     --slots N        FIFO slots per connection (default 8)
 //     --slices N       FIFO slices a large step is cut into (default 2, as the API)
+//     --proto LIST     protocols of the bandwidth rows: LL,LL128,Simple (default Simple; LL and
+//                      LL128 use the API's FIFO shapes, kernels::defaultFifo). The 8-byte
+//                      latency rows always run all three, with the ring and direct algorithms.
 // Under tests/gpu/run.sh (SECTION_LIMIT set), rows that would start within 15 s of the limit
 // are skipped and reported as such, so that the SUMMARY lines still come out.
 #include <algorithm>
 #include <barrier>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -184,7 +188,8 @@ struct RowResult {
 
 // Times `iters` back-to-back operations (after one warm-up) of `count` floats on the group,
 // `channels` lanes per rank, fresh out-of-place buffers that are freed on return.
-RowResult runRow(RankGroup& g, algo::Coll coll, uint64_t count, int channels, int iters) {
+RowResult runRow(RankGroup& g, algo::Coll coll, uint64_t count, int channels, int iters,
+                 algo::Protocol proto = algo::Protocol::Simple, const algo::Algorithm* algorithm = nullptr) {
   RowResult res;
   const int n = g.nRanks();
   const size_t inBytes = algo::inputCount(coll, count, n, 0, 0) * sizeof(float);
@@ -204,14 +209,14 @@ RowResult runRow(RankGroup& g, algo::Coll coll, uint64_t count, int channels, in
       return res;
     }
     CollCall& c = calls[r];
-    c.algorithm = coll == algo::Coll::SendRecv ? &kRingSendRecv : algo::findAlgorithm("ring");
+    c.algorithm = coll == algo::Coll::SendRecv ? &kRingSendRecv : algorithm != nullptr ? algorithm : algo::findAlgorithm("ring");
     c.args.coll = coll;
     c.args.count = count;
     c.args.nChannels = channels;
     c.args.alignElems = 4;
     c.args.nRanks = n;
     c.args.rank = r;
-    c.args.maxStepElems = g.maxStepElems(ncclFloat32);
+    c.args.maxStepElems = g.maxStepElems(ncclFloat32, proto);
     c.type = ncclFloat32;
     c.input = in;
     c.output = out;
@@ -238,7 +243,7 @@ RowResult runRow(RankGroup& g, algo::Coll coll, uint64_t count, int channels, in
       sync.arrive_and_wait();
       ok[r] = GPU_OK(cudaEventRecord(begin[r], g.stream(r)));
       const auto t0 = Clock::now();
-      for (int i = 0; i < times && ok[r]; ++i) ok[r] = g.enqueue(r, {calls[r]}) == ncclSuccess;
+      for (int i = 0; i < times && ok[r]; ++i) ok[r] = g.enqueue(r, {calls[r]}, proto) == ncclSuccess;
       hostUs[r] = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / times;
       ok[r] = ok[r] && GPU_OK(cudaEventRecord(end[r], g.stream(r)));
     });
@@ -292,6 +297,7 @@ struct Options {
   uint32_t nSlots = 8;
   int slicesPerStep = 2;
   bool workCache = true;  // keep uploaded work between launches, as the API does
+  std::vector<algo::Protocol> protos = {algo::Protocol::Simple};  // of the bandwidth rows
 };
 
 std::vector<std::string> splitList(const std::string& s) {
@@ -336,7 +342,7 @@ void usage() {
   std::fprintf(stderr,
                "usage: gpu_bench_executor [--quick] [--coll allreduce,allgather,reducescatter,sendrecv]\n"
                "                          [--ranks 2,4,8] [--channels N] [--slot BYTES] [--slots N] [--slices N]\n"
-               "                          [--no-work-cache]\n");
+               "                          [--proto LL,LL128,Simple] [--no-work-cache]\n");
 }
 
 // Parses argv; false (after a message) on bad input.
@@ -347,7 +353,7 @@ bool parseOptions(int argc, char** argv, Options* o) {
     const size_t eq = arg.find('=');
     const bool takesValue = arg.rfind("--coll", 0) == 0 || arg.rfind("--ranks", 0) == 0 ||
                             arg.rfind("--channels", 0) == 0 || arg.rfind("--slot", 0) == 0 ||
-                            arg.rfind("--slices", 0) == 0;
+                            arg.rfind("--slices", 0) == 0 || arg.rfind("--proto", 0) == 0;
     if (takesValue) {
       if (eq != std::string::npos) {
         value = arg.substr(eq + 1);
@@ -405,6 +411,19 @@ bool parseOptions(int argc, char** argv, Options* o) {
         return false;
       }
       o->nSlots = uint32_t(v);
+    } else if (arg == "--proto") {
+      o->protos.clear();
+      for (const std::string& name : splitList(value)) {
+        std::string low = name;
+        for (char& ch : low) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+        if (low == "ll") o->protos.push_back(algo::Protocol::LL);
+        else if (low == "ll128") o->protos.push_back(algo::Protocol::LL128);
+        else if (low == "simple") o->protos.push_back(algo::Protocol::Simple);
+        else {
+          std::fprintf(stderr, "--proto: unknown protocol '%s' (LL, LL128, Simple)\n", name.c_str());
+          return false;
+        }
+      }
     } else if (arg == "--slices") {
       if (!parseNumber(value, 64, &v)) {
         std::fprintf(stderr, "--slices: '%s' is not in 1..64\n", value.c_str());
@@ -423,15 +442,17 @@ bool parseOptions(int argc, char** argv, Options* o) {
   };
   dedup(o->benches);
   dedup(o->ranks);
-  if (o->benches.empty() || o->ranks.empty()) {
-    std::fprintf(stderr, "--coll and --ranks need at least one entry\n");
+  dedup(o->protos);
+  if (o->benches.empty() || o->ranks.empty() || o->protos.empty()) {
+    std::fprintf(stderr, "--coll, --ranks and --proto need at least one entry\n");
     return false;
   }
   return true;
 }
 
-std::unique_ptr<RankGroup> makeGroup(const Options& o, int n, int channels) {
+std::unique_ptr<RankGroup> makeGroup(const Options& o, int n, int channels, std::vector<algo::Protocol> protos) {
   GroupOptions g;
+  g.protocols = std::move(protos);
   g.nRanks = n;
   g.nChannels = channels;
   g.slotBytes = o.slotBytes;
@@ -501,24 +522,37 @@ int main(int argc, char** argv) {
       std::printf("%-13s %5d %12zu FAILED (cudaMemcpy)\n", "memcpy", 1, size);
   }
 
-  // Latency: 8-byte all-reduce across 2 ranks, 1 lane each, back-to-back calls.
-  // It is an all-reduce on 2 ranks: measured when both are selected.
+  // Latency: 8-byte all-reduce across 2 ranks, 1 lane each, back-to-back calls, in every
+  // protocol, with the ring (two hops in a row) and the one-hop direct algorithm (the API's
+  // choice for 2-rank all-reduces up to 64 KiB). It is an all-reduce on 2 ranks: measured
+  // when both are selected. The target applies to the best row.
   const bool wantLatency = std::find(opt.ranks.begin(), opt.ranks.end(), 2) != opt.ranks.end() &&
                            std::find(opt.benches.begin(), opt.benches.end(), &kBenches[0]) != opt.benches.end();
   if (wantLatency) {
-    auto g = makeGroup(opt, 2, 1);
-    RowResult lat;
-    if (g == nullptr) lat.why = "group creation failed";
-    else lat = runRow(*g, braid::algo::Coll::AllReduce, 2, 1, opt.quick ? 200 : 1000);
-    if (lat.status == RowResult::Ok) {
-      std::printf("%-13s %5d %12d %12.2f %10s %9s %14llu %8s\n", "latency", 2, 8, lat.us, "-", "-",
-                  (unsigned long long)lat.hbmBytes, hostColumn(lat).c_str());
-      std::printf("SUMMARY latency allreduce n=2 8B: %.2f us, target %.0f us %s\n", lat.us, kTargetLatencyUs,
-                  lat.us <= kTargetLatencyUs ? "MET" : "NOT MET");
-    } else {
-      std::printf("%-13s %5d %12d FAILED (%s)\n", "latency", 2, 8, lat.why.c_str());
-      std::printf("SUMMARY latency allreduce n=2 8B: FAILED (%s)\n", lat.why.c_str());
-    }
+    using braid::algo::Protocol;
+    auto g = makeGroup(opt, 2, 1, {Protocol::LL, Protocol::LL128, Protocol::Simple});
+    double best = std::numeric_limits<double>::infinity();
+    std::string bestName = "none", failures;
+    for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple})
+      for (const char* algoName : {"ring", "direct"}) {
+        RowResult lat;
+        const std::string what = std::string("lat-") + braid::algo::protocolName(p) + "-" + algoName;
+        if (g == nullptr) lat.why = "group creation failed";
+        else lat = runRow(*g, braid::algo::Coll::AllReduce, 2, 1, opt.quick ? 200 : 1000, p, braid::algo::findAlgorithm(algoName));
+        if (lat.status == RowResult::Ok) {
+          std::printf("%-13s %5d %12d %12.2f %10s %9s %14llu %8s\n", what.c_str(), 2, 8, lat.us, "-", "-",
+                      (unsigned long long)lat.hbmBytes, hostColumn(lat).c_str());
+          std::printf("SUMMARY latency %s %s allreduce n=2 8B: %.2f us\n", braid::algo::protocolName(p), algoName, lat.us);
+          if (lat.us < best) best = lat.us, bestName = what;
+        } else {
+          std::printf("%-13s %5d %12d FAILED (%s)\n", what.c_str(), 2, 8, lat.why.c_str());
+          failures += " " + what + ": " + lat.why + ";";
+          if (lat.status == RowResult::Failed && g != nullptr) g = makeGroup(opt, 2, 1, {Protocol::LL, Protocol::LL128, Protocol::Simple});
+        }
+      }
+    std::printf("SUMMARY latency allreduce n=2 8B: best %.2f us (%s), target %.0f us %s%s\n", best, bestName.c_str(),
+                kTargetLatencyUs, best <= kTargetLatencyUs && failures.empty() ? "MET" : "NOT MET",
+                failures.empty() ? "" : (" (failed:" + failures + ")").c_str());
   }
 
   for (int n : opt.ranks) {
@@ -528,7 +562,13 @@ int main(int argc, char** argv) {
     if (n * channels > sms)
       std::printf("# warning: %d ranks x %d lanes = %d blocks > %d SMs: if they cannot all be resident, "
                   "rows hang and are aborted after %.0f s\n", n, channels, n * channels, sms, kRunTimeoutS);
-    for (const Bench* b : opt.benches) {
+    for (const Bench* b : opt.benches)
+    for (braid::algo::Protocol proto : opt.protos) {
+      // Rows are named by the collective, plus the protocol when it is not Simple.
+      const std::string nameText = proto == braid::algo::Protocol::Simple
+                                       ? std::string(b->name)
+                                       : std::string(b->name) + "/" + braid::algo::protocolName(proto);
+      const char* name = nameText.c_str();
       double worst = std::numeric_limits<double>::infinity();
       int good = 0, bad = 0;
       bool rowFailed = false;  // a hang or a CUDA error: larger sizes of this row would fail the same way
@@ -536,26 +576,26 @@ int main(int argc, char** argv) {
         const uint64_t count = countFor(b->coll, n, size);
         const size_t bytes = ncclBytes(b->coll, n, count);
         if (elapsed() > deadline || rowFailed) {
-          std::printf("%-13s %5d %12zu SKIPPED (%s)\n", b->name, n, bytes,
+          std::printf("%-13s %5d %12zu SKIPPED (%s)\n", name, n, bytes,
                       rowFailed ? "a smaller size failed" : "SECTION_LIMIT");
           ++bad;
           continue;
         }
         if (g == nullptr && !groupFailed) {
-          g = makeGroup(opt, n, channels);
+          g = makeGroup(opt, n, channels, opt.protos);
           groupFailed = g == nullptr;
           if (g != nullptr)
             std::printf("# %d ranks: %d lanes per rank, FIFOs %.0f MiB per rank\n", n, channels,
                         double(g->fifoBytesPerRank()) / kMiB);
         }
         if (g == nullptr) {
-          std::printf("%-13s %5d %12zu FAILED (group creation)\n", b->name, n, bytes);
+          std::printf("%-13s %5d %12zu FAILED (group creation)\n", name, n, bytes);
           ++bad;
           continue;
         }
-        RowResult row = runRow(*g, b->coll, count, channels, itersFor(size));
+        RowResult row = runRow(*g, b->coll, count, channels, itersFor(size), proto);
         if (row.status != RowResult::Ok) {
-          std::printf("%-13s %5d %12zu FAILED (%s)\n", b->name, n, bytes, row.why.c_str());
+          std::printf("%-13s %5d %12zu FAILED (%s)\n", name, n, bytes, row.why.c_str());
           ++bad;
           if (row.status == RowResult::Failed) {
             g.reset();  // connections out of step, or the abort flag raised
@@ -565,22 +605,22 @@ int main(int argc, char** argv) {
         }
         const double copy = copyRate[size];
         if (copy > 0) {
-          std::printf(BENCH_ROW, b->name, n, bytes, row.us, row.hbmGBs, row.hbmGBs / copy,
+          std::printf(BENCH_ROW, name, n, bytes, row.us, row.hbmGBs, row.hbmGBs / copy,
                       (unsigned long long)row.hbmBytes, hostColumn(row).c_str());
           if (size >= 64 * kMiB) worst = std::min(worst, row.hbmGBs / copy);
           ++good;
         } else {
-          std::printf("%-13s %5d %12zu %12.1f %10.1f %9s %14llu %8s\n", b->name, n, bytes, row.us, row.hbmGBs, "-",
+          std::printf("%-13s %5d %12zu %12.1f %10.1f %9s %14llu %8s\n", name, n, bytes, row.us, row.hbmGBs, "-",
                       (unsigned long long)row.hbmBytes, hostColumn(row).c_str());
           ++bad;
         }
       }
       char line[200];
       if (good == 0)
-        std::snprintf(line, sizeof line, "SUMMARY %s n=%d: no result (%d rows failed or skipped)\n", b->name, n, bad);
+        std::snprintf(line, sizeof line, "SUMMARY %s n=%d: no result (%d rows failed or skipped)\n", name, n, bad);
       else
         std::snprintf(line, sizeof line, "SUMMARY %s n=%d: worst %.2f of memcpy from 64 MiB, target %.1f %s%s\n",
-                      b->name, n, worst, kTargetOfMemcpy, worst >= kTargetOfMemcpy && bad == 0 ? "MET" : "NOT MET",
+                      name, n, worst, kTargetOfMemcpy, worst >= kTargetOfMemcpy && bad == 0 ? "MET" : "NOT MET",
                       bad > 0 ? (" (" + std::to_string(bad) + " rows failed or skipped)").c_str() : "");
       std::fputs(line, stdout);
     }

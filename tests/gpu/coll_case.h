@@ -17,13 +17,15 @@ struct CaseSpec {
   uint64_t count = 0;
   int root = 0;
   bool inPlace = false;
+  algo::Protocol protocol = algo::Protocol::Simple;  // asked; RankGroup::usableProtocol decides
   std::string name() const;
 };
 
 struct CaseResult {
   bool ok = true;
-  std::string message;  // the first mismatches, or the failure
+  std::string message;  // per rank: how many elements are wrong, the first one (index, got, expected)
   double seconds = 0;   // enqueue to completion
+  algo::Protocol ran = algo::Protocol::Simple;  // the protocol the case ran with
 };
 
 // Device buffers of one rank, reused across cases (grown when needed).

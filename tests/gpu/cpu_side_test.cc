@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <thread>
 
@@ -80,6 +81,75 @@ TEST(ExecutorSlicing, AStepNeverTakesMoreThanHalfTheSlots) {
                 << count;
           }
         }
+}
+
+// The same invariant for every protocol's slicing (proto_layout.h): a step of at most
+// maxStepBytes takes at most half the slots, in slices of whole elements that fit a slot's data.
+TEST(ExecutorSlicing, EveryProtocolKeepsAStepWithinHalfTheSlots) {
+  using algo::Protocol;
+  for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple})
+    for (uint32_t elemSize : {1u, 2u, 4u, 8u})
+      for (uint32_t lines : {1u, 2u, 32u, 128u, 2048u})
+        for (uint32_t nSlots : {2u, 4u, 8u}) {
+          const uint32_t line = p == Protocol::LL ? kernels::kLLLineBytes : p == Protocol::LL128 ? kernels::kLL128LineBytes : 16;
+          const kernels::FifoShape shape{lines * line, nSlots};
+          ASSERT_TRUE(kernels::shapeFits(p, shape));
+          const uint32_t slices = kernels::effectiveSlicesPerStep(2, nSlots);
+          const uint64_t maxStep = kernels::maxStepBytes(p, shape) / elemSize;
+          for (uint64_t count : {uint64_t(1), uint64_t(7), maxStep / 3 + 1, maxStep - 1, maxStep}) {
+            if (count == 0 || count > maxStep) continue;
+            const uint64_t per = kernels::protoSliceElems(p, count, elemSize, shape.slotBytes, slices);
+            ASSERT_GT(per, 0u) << algo::protocolName(p);
+            EXPECT_LE(per * elemSize, kernels::slotDataBytes(p, shape.slotBytes)) << algo::protocolName(p);
+            EXPECT_LE((count + per - 1) / per, std::max<uint32_t>(1, nSlots / 2))
+                << algo::protocolName(p) << " elem " << elemSize << " slot " << shape.slotBytes << " x " << nSlots
+                << " count " << count;
+          }
+        }
+}
+
+// Line formats, and the FIFOs the API allocates per connection: whole lines, and no more GPU
+// memory than NCCL's buffers per connection (Simple 4 MiB, LL 512 KiB, LL128 ~4.7 MiB).
+TEST(ProtocolLayout, LinesAndDefaultFifos) {
+  using algo::Protocol;
+  EXPECT_EQ(kernels::slotDataBytes(Protocol::LL, 32 * 1024), 16u * 1024);        // 8 of 16 bytes
+  EXPECT_EQ(kernels::slotDataBytes(Protocol::LL128, 128 * 1024), 120u * 1024);   // 120 of 128
+  EXPECT_EQ(kernels::slotDataBytes(Protocol::Simple, 256 * 1024), 256u * 1024);
+  EXPECT_FALSE(kernels::shapeFits(Protocol::LL128, {4096 + 16, 4}));
+  EXPECT_TRUE(kernels::shapeFits(Protocol::LL, {4096 + 16, 4}));
+  EXPECT_FALSE(kernels::shapeFits(Protocol::LL, {4096 + 8, 4}));
+  EXPECT_FALSE(kernels::shapeFits(Protocol::Simple, {4096, 0}));
+  const uint64_t ncclBytes[] = {512 * 1024, 120 * 640 * 8 * 8, 4 << 20};  // by algo::Protocol
+  for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
+    const kernels::FifoShape f = kernels::defaultFifo(p);
+    EXPECT_TRUE(kernels::shapeFits(p, f)) << algo::protocolName(p);
+    EXPECT_GE(f.nSlots, 2u) << algo::protocolName(p);
+    EXPECT_LE(uint64_t(f.slotBytes) * f.nSlots, ncclBytes[int(p)]) << algo::protocolName(p);
+  }
+  // A default LL slot moves in one round of a 512-thread block (4 lines in flight per thread).
+  EXPECT_EQ(kernels::defaultFifo(Protocol::LL).slotBytes / kernels::kLLLineBytes, 512u * 4);
+}
+
+// Only LL128 falls back, and only where some connection cannot carry it.
+TEST(ProtocolChoice, LL128FallsBackToSimpleWithoutOrderedLinks) {
+  using algo::Protocol;
+  std::atomic<bool> said{false};
+  EXPECT_EQ(kernels::usableProtocol(Protocol::LL128, true, 0, &said), Protocol::LL128);
+  EXPECT_FALSE(said.load());
+  EXPECT_EQ(kernels::usableProtocol(Protocol::LL128, false, 0, &said), Protocol::Simple);
+  EXPECT_TRUE(said.load());  // logged once
+  EXPECT_EQ(kernels::usableProtocol(Protocol::LL, false, 0, &said), Protocol::LL);
+  EXPECT_EQ(kernels::usableProtocol(Protocol::Simple, false, 0, &said), Protocol::Simple);
+}
+
+// The reference's inputs repeat with kInputPeriod (CaseRunner checks one period's reference).
+TEST(Reference, InputsRepeatWithThePeriod) {
+  for (int t = 0; t < kNumDataTypes; ++t)
+    for (TestOp op : kAllOps)
+      for (int r = 0; r < 8; ++r)
+        for (uint64_t i = 0; i < 3 * kInputPeriod; ++i)
+          ASSERT_EQ(inputValue(ncclDataType_t(t), op, r, i), inputValue(ncclDataType_t(t), op, r, i + kInputPeriod))
+              << typeName(ncclDataType_t(t)) << " " << testOpName(op) << " rank " << r << " i " << i;
 }
 
 TEST(Reference, IntegersWrapAndAverageTruncates) {
@@ -247,6 +317,42 @@ TEST(PackLaunch, BlobReadsBackAsTheScheduleSays) {
   }
   EXPECT_EQ(lane, lanes.size());
   EXPECT_EQ(k.nBlocks, lanes.size());
+}
+
+// The packed launch carries the launch's protocol for every kernel; FIFO shapes must fit it,
+// and LL128 needs every end marked ordered128 (the transport's verdict on the path).
+TEST(PackLaunch, ProtocolShapesAndLL128Paths) {
+  using algo::Protocol;
+  algo::Lane lane;
+  lane.steps.push_back(algo::Step{.recvPeer = 1, .sendPeer = 2, .src = algo::kInput, .dst = algo::kOutput, .flags = algo::kReduce, .count = 100});
+  static char a[64], b[64], fifo[16];
+  static uint64_t counters[8];
+  auto make = [&](Protocol p, uint32_t slotBytes, bool ordered) {
+    kernels::Launch l = oneLaneLaunch(lane, a, b);
+    l.protocol = p;
+    l.recvs.push_back({0, 1, {fifo, &counters[0], &counters[1], slotBytes, 4, ordered}});
+    l.sends.push_back({0, 2, {fifo, &counters[2], &counters[3], slotBytes, 4, ordered}});
+    return l;
+  };
+  kernels::PackedLaunch packed;
+  for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
+    ASSERT_EQ(kernels::packLaunch(make(p, 4096, true), &packed), ncclSuccess) << algo::protocolName(p);
+    EXPECT_EQ(packed.protocol, p);
+    EXPECT_EQ(packed.slotBytes, 4096u);
+    EXPECT_EQ(packed.nSlots, 4u);
+    ASSERT_EQ(packed.kernels.size(), 1u);
+    auto steps = table<kernels::DevStep>(packed.kernels[0], packed.kernels[0].index.steps, 1);
+    EXPECT_EQ(steps[0].count, 100u);  // steps are the schedule's, whatever the protocol
+    EXPECT_EQ(steps[0].recvConn, 0);
+    EXPECT_EQ(steps[0].sendConn, 0);
+  }
+  EXPECT_EQ(kernels::packLaunch(make(Protocol::LL128, 4096, false), &packed), ncclInvalidArgument);
+  EXPECT_EQ(kernels::packLaunch(make(Protocol::LL128, 4096 + 16, true), &packed), ncclInvalidArgument);  // not whole lines
+  EXPECT_EQ(kernels::packLaunch(make(Protocol::LL, 4096 + 16, false), &packed), ncclSuccess);
+  EXPECT_EQ(kernels::packLaunch(make(Protocol::Simple, 4096, false), &packed), ncclSuccess);
+  kernels::Launch bad = make(Protocol::Simple, 4096, true);
+  bad.protocol = static_cast<Protocol>(7);
+  EXPECT_EQ(kernels::packLaunch(bad, &packed), ncclInvalidArgument);
 }
 
 TEST(PackLaunch, KernelsSplitByTypeAndSharedConnections) {

@@ -84,14 +84,26 @@ CollCall allReduceCall(float* in, float* out, size_t count, int nChannels) {
   return c;
 }
 
+// The tests below that run once per protocol.
+class GpuProtocolTest : public ::testing::TestWithParam<algo::Protocol> {
+ protected:
+  void SetUp() override {
+    if (gpuCount() == 0) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount failed or returned 0)";
+  }
+};
+
 // One all-reduce per rank captured in a graph (its plan is large enough to travel through
 // the upload kernel and graph memory nodes), replayed 100 times; the inputs change halfway.
-TEST_F(GpuTest, GraphCaptureReplay100) {
+// Every replay continues each connection's steps (they live in memory, not in the graph), so
+// LL and LL128 flags keep growing from replay to replay.
+TEST_P(GpuProtocolTest, GraphCaptureReplay100) {
+  const algo::Protocol proto = GetParam();
   GroupOptions o;
   o.nRanks = 4;
   o.nChannels = 2;
   o.slotBytes = 16 * 1024;
   o.nSlots = 4;
+  o.protocols = {proto};
   auto g = RankGroup::create(o);
   ASSERT_NE(g, nullptr);
   const size_t count = 1 << 20;
@@ -102,7 +114,7 @@ TEST_F(GpuTest, GraphCaptureReplay100) {
     ASSERT_TRUE(GPU_OK(cudaSetDevice(g->device(r))));
     cudaGraph_t graph;
     ASSERT_TRUE(GPU_OK(cudaStreamBeginCapture(g->stream(r), cudaStreamCaptureModeThreadLocal)));
-    ncclResult_t e = g->enqueue(r, {allReduceCall(buf.in[r], buf.out[r], count, o.nChannels)});
+    ncclResult_t e = g->enqueue(r, {allReduceCall(buf.in[r], buf.out[r], count, o.nChannels)}, proto);
     ASSERT_TRUE(GPU_OK(cudaStreamEndCapture(g->stream(r), &graph)));
     ASSERT_EQ(e, ncclSuccess);
     ASSERT_TRUE(GPU_OK(cudaGraphInstantiate(&execs[r], graph, 0)));
@@ -122,22 +134,26 @@ TEST_F(GpuTest, GraphCaptureReplay100) {
   EXPECT_EQ(buf.wrongSums(1, count), 0u) << "after 100 replays";
   for (int r = 0; r < g->nRanks(); ++r) EXPECT_EQ(g->deviceError(r), 0u);
   for (auto e : execs) (void)cudaGraphExecDestroy(e);
-  std::printf("SUMMARY graph replays=100 ranks=4 count=%zu avg_replay_us=%.1f\n", count, secs / 100 * 1e6);
+  std::printf("SUMMARY graph %s replays=100 ranks=4 count=%zu avg_replay_us=%.1f\n", algo::protocolName(proto), count,
+              secs / 100 * 1e6);
 }
 
 // Rank 0 never runs its part; the others wait until the host raises the abort flag, then
-// return within a second and report kDeviceAborted.
-TEST_F(GpuTest, AbortWhenAPeerNeverArrives) {
+// return within a second and report kDeviceAborted (LL: every thread polls its own lines;
+// LL128: every warp; Simple: thread 0 polls a counter).
+TEST_P(GpuProtocolTest, AbortWhenAPeerNeverArrives) {
+  const algo::Protocol proto = GetParam();
   GroupOptions o;
   o.nRanks = 4;
   o.nChannels = 2;
+  o.protocols = {proto};
   auto g = RankGroup::create(o);
   ASSERT_NE(g, nullptr);
   const size_t count = 1 << 20;
   RankBuffers buf(*g, count);
   buf.fill(0, count);
   for (int r = 1; r < g->nRanks(); ++r)
-    ASSERT_EQ(g->enqueue(r, {allReduceCall(buf.in[r], buf.out[r], count, o.nChannels)}), ncclSuccess);
+    ASSERT_EQ(g->enqueue(r, {allReduceCall(buf.in[r], buf.out[r], count, o.nChannels)}, proto), ncclSuccess);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   for (int r = 1; r < g->nRanks(); ++r) EXPECT_EQ(cudaStreamQuery(g->stream(r)), cudaErrorNotReady) << "rank " << r << " should still wait";
   auto t0 = Clock::now();
@@ -152,15 +168,17 @@ TEST_F(GpuTest, AbortWhenAPeerNeverArrives) {
   EXPECT_LT(secs, 1.0);
   ASSERT_TRUE(g->synchronize());
   for (int r = 1; r < g->nRanks(); ++r) EXPECT_EQ(g->deviceError(r), uint32_t(kernels::kDeviceAborted)) << "rank " << r;
-  std::printf("SUMMARY abort ranks=4 seconds_to_return=%.4f\n", secs);
+  std::printf("SUMMARY abort %s ranks=4 seconds_to_return=%.4f\n", algo::protocolName(proto), secs);
 }
 
 // A group: two float all-reduces on the same channels (they must not share a kernel), and a
 // bf16 all-reduce (another kernel), in one launch per rank.
-TEST_F(GpuTest, GroupOfCollectives) {
+TEST_P(GpuProtocolTest, GroupOfCollectives) {
+  const algo::Protocol proto = GetParam();
   GroupOptions o;
   o.nRanks = 4;
   o.nChannels = 2;
+  o.protocols = {proto};
   auto g = RankGroup::create(o);
   ASSERT_NE(g, nullptr);
   const size_t count = 100003;
@@ -180,7 +198,7 @@ TEST_F(GpuTest, GroupOfCollectives) {
     third.type = ncclBfloat16;
     third.input = third.output = h[r];
     ASSERT_EQ(g->enqueue(r, {allReduceCall(a.in[r], a.out[r], count, o.nChannels),
-                             allReduceCall(b.in[r], b.out[r], count, o.nChannels), third}),
+                             allReduceCall(b.in[r], b.out[r], count, o.nChannels), third}, proto),
               ncclSuccess);
   }
   ASSERT_TRUE(g->waitOrAbort(10)) << "the group hung (counters above)";
@@ -196,21 +214,29 @@ TEST_F(GpuTest, GroupOfCollectives) {
   }
 }
 
+INSTANTIATE_TEST_SUITE_P(Protocols, GpuProtocolTest,
+                         ::testing::Values(algo::Protocol::LL, algo::Protocol::LL128, algo::Protocol::Simple),
+                         [](const auto& info) { return std::string(algo::protocolName(info.param)); });
+
 // Several all-reduces per rank in flight at once (no synchronisation between them): each
-// rank's stream holds several kernels, which must not wait on each other across ranks.
-TEST_F(GpuTest, BackToBackAllReduces) {
+// rank's stream holds several kernels, which must not wait on each other across ranks. They
+// take turns in the three protocols over the same (channel, peer) pairs, so each protocol's
+// FIFOs and steps carry on where its last call left them while the others run in between.
+TEST_F(GpuTest, BackToBackAllReducesInTurnsOfProtocol) {
   GroupOptions o;
   o.nRanks = 8;
   o.nChannels = 2;
+  o.protocols = {algo::Protocol::LL, algo::Protocol::LL128, algo::Protocol::Simple};
   auto g = RankGroup::create(o);
   ASSERT_NE(g, nullptr);
   const size_t count = 300007;
   RankBuffers buf(*g, count);
   buf.fill(2, count);
-  for (int iter = 0; iter < 10; ++iter)
+  for (int iter = 0; iter < 12; ++iter)
     for (int r = 0; r < g->nRanks(); ++r)
-      ASSERT_EQ(g->enqueue(r, {allReduceCall(buf.in[r], buf.out[r], count, o.nChannels)}), ncclSuccess);
-  ASSERT_TRUE(g->waitOrAbort(10)) << "back-to-back all-reduces hung (counters above)";
+      ASSERT_EQ(g->enqueue(r, {allReduceCall(buf.in[r], buf.out[r], count, o.nChannels)}, o.protocols[iter % 3]),
+                ncclSuccess);
+  ASSERT_TRUE(g->waitOrAbort(20)) << "back-to-back all-reduces hung (counters above)";
   EXPECT_EQ(buf.wrongSums(2, count), 0u);
 }
 

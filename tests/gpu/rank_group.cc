@@ -28,7 +28,7 @@ std::unique_ptr<RankGroup> RankGroup::create(const GroupOptions& options) {
   g->abortFlag_ = static_cast<volatile uint32_t*>(flags);
   g->errors_ = static_cast<uint32_t*>(flags) + 32;
   g->streams_.resize(n);
-  g->transports_.resize(n);
+  for (auto& t : g->transports_) t.resize(n);
   for (int r = 0; r < n; ++r) {
     if (!GPU_OK(cudaSetDevice(g->device(r)))) return nullptr;
     if (!GPU_OK(cudaStreamCreateWithFlags(&g->streams_[r], cudaStreamNonBlocking))) return nullptr;
@@ -44,23 +44,32 @@ std::unique_ptr<RankGroup> RankGroup::create(const GroupOptions& options) {
   }
   g->hub_ = std::make_unique<ThreadBootstrapHub>(n);
   for (int r = 0; r < n; ++r) g->boots_.push_back(std::make_unique<ThreadBootstrap>(*g->hub_, r));
-  std::vector<ncclResult_t> results(n, ncclSuccess);
-  g->onEachRank([&](int r) {
-    ThreadBootstrap& boot = *g->boots_[r];
-    std::vector<transport::P2pLink> links;
-    for (int c = 0; c < options.nChannels; ++c)
-      for (int p = 0; p < n; ++p)
-        if (p != r) links.push_back({c, p});
-    transport::P2pOptions o;
-    o.slotBytes = options.slotBytes;
-    o.nSlots = options.nSlots;
-    (void)cudaSetDevice(g->device(r));
-    results[r] = transport::P2pTransport::connect(boot, peers, o, links, links, &g->transports_[r]);
-  });
-  for (int r = 0; r < n; ++r) {
-    if (results[r] != ncclSuccess) {
-      std::fprintf(stderr, "p2p connect failed on rank %d: %d\n", r, int(results[r]));
-      return nullptr;
+  for (algo::Protocol proto : options.protocols) {
+    const kernels::FifoShape shape = g->fifoShape(proto);
+    auto& transports = g->transports_[int(proto)];
+    std::vector<ncclResult_t> results(n, ncclSuccess);
+    g->onEachRank([&](int r) {
+      ThreadBootstrap& boot = *g->boots_[r];
+      std::vector<transport::P2pLink> links;
+      for (int c = 0; c < options.nChannels; ++c)
+        for (int p = 0; p < n; ++p)
+          if (p != r) links.push_back({c, p});
+      (void)cudaSetDevice(g->device(r));
+      results[r] = transport::P2pTransport::connect(boot, peers, {shape.slotBytes, shape.nSlots}, links, links, &transports[r]);
+    });
+    for (int r = 0; r < n; ++r) {
+      if (results[r] != ncclSuccess) {
+        std::fprintf(stderr, "p2p connect (%s) failed on rank %d: %d\n", algo::protocolName(proto), r, int(results[r]));
+        return nullptr;
+      }
+    }
+    if (proto == algo::Protocol::LL128) {
+      g->ordered128_ = true;
+      for (int r = 0; r < n; ++r)
+        for (const transport::P2pLink& l : transports[r]->sendLinks()) {
+          transport::FifoSendEnd e;
+          g->ordered128_ = g->ordered128_ && transports[r]->sendEnd(l.channel, l.peer, &e) && e.ordered128;
+        }
     }
   }
   return g;
@@ -68,15 +77,17 @@ std::unique_ptr<RankGroup> RankGroup::create(const GroupOptions& options) {
 
 RankGroup::~RankGroup() {
   // Close the transports together: the teardown barrier needs every rank.
-  bool all = !transports_.empty();
-  for (auto& t : transports_) all = all && t != nullptr;
-  if (all) {
-    onEachRank([&](int r) {
-      (void)cudaSetDevice(device(r));
-      if (transports_[r]->close() != ncclSuccess) std::fprintf(stderr, "p2p close failed on rank %d\n", r);
-    });
+  for (auto& transports : transports_) {
+    bool all = !transports.empty();
+    for (auto& t : transports) all = all && t != nullptr;
+    if (all) {
+      onEachRank([&](int r) {
+        (void)cudaSetDevice(device(r));
+        if (transports[r]->close() != ncclSuccess) std::fprintf(stderr, "p2p close failed on rank %d\n", r);
+      });
+    }
+    transports.clear();
   }
-  transports_.clear();
   for (size_t r = 0; r < caches_.size(); ++r) {  // cudaFree waits for the work that reads them
     (void)cudaSetDevice(device(int(r)));
     caches_[r].reset();
@@ -90,11 +101,29 @@ void RankGroup::clearErrors() {
   *abortFlag_ = 0;
 }
 
-uint64_t RankGroup::maxStepElems(ncclDataType_t type) const {
-  return uint64_t(options_.slotBytes) * options_.nSlots / 2 / sizeOfType(type);
+kernels::FifoShape RankGroup::fifoShape(algo::Protocol p) const {
+  switch (p) {
+    case algo::Protocol::LL: return {options_.llSlotBytes, options_.nSlots};
+    case algo::Protocol::LL128: return {options_.ll128SlotBytes, options_.nSlots};
+    case algo::Protocol::Simple: break;
+  }
+  return {options_.slotBytes, options_.nSlots};
 }
 
-size_t RankGroup::fifoBytesPerRank() const { return transports_.empty() ? 0 : transports_[0]->bytesAllocated(); }
+uint64_t RankGroup::maxStepElems(ncclDataType_t type, algo::Protocol p) const {
+  return kernels::maxStepBytes(p, fifoShape(p)) / sizeOfType(type);
+}
+
+algo::Protocol RankGroup::usableProtocol(algo::Protocol asked) {
+  return kernels::usableProtocol(asked, ordered128_, 0, &saidNoLL128_);
+}
+
+size_t RankGroup::fifoBytesPerRank() const {
+  size_t bytes = 0;
+  for (const auto& transports : transports_)
+    if (!transports.empty()) bytes += transports[0]->bytesAllocated();
+  return bytes;
+}
 
 void RankGroup::onEachRank(const std::function<void(int)>& fn) {
   std::vector<std::thread> threads;
@@ -127,16 +156,23 @@ bool RankGroup::waitOrAbort(double seconds) {
   cudaStream_t peek = nullptr;
   (void)cudaStreamCreateWithFlags(&peek, cudaStreamNonBlocking);
   for (int r = 0; r < options_.nRanks && peek != nullptr; ++r) {
-    for (const transport::P2pLink& l : transports_[r]->recvLinks()) {
-      transport::FifoRecvEnd e;
-      uint64_t tail = 0, head = 0;
-      if (!transports_[r]->recvEnd(l.channel, l.peer, &e)) continue;
-      (void)cudaMemcpyAsync(&tail, e.localTail, 8, cudaMemcpyDeviceToHost, peek);
-      (void)cudaMemcpyAsync(&head, e.peerHead, 8, cudaMemcpyDeviceToHost, peek);
-      (void)cudaStreamSynchronize(peek);
-      if (tail != 0 || head != 0)
-        std::fprintf(stderr, "hang: rank %d <- rank %d channel %d: tail %llu head %llu\n", r, l.peer, l.channel,
-                     (unsigned long long)tail, (unsigned long long)head);
+    for (int proto = 0; proto < algo::kNumProtocols; ++proto) {
+      if (transports_[proto].empty()) continue;
+      const transport::P2pTransport& t = *transports_[proto][r];
+      for (const transport::P2pLink& l : t.recvLinks()) {
+        transport::FifoRecvEnd e;
+        // The counters, and each side's own step (LL and LL128 move no tail).
+        uint64_t tail = 0, head = 0, recvStep = 0;
+        if (!t.recvEnd(l.channel, l.peer, &e)) continue;
+        (void)cudaMemcpyAsync(&tail, e.localTail, 8, cudaMemcpyDeviceToHost, peek);
+        (void)cudaMemcpyAsync(&head, e.peerHead, 8, cudaMemcpyDeviceToHost, peek);
+        (void)cudaMemcpyAsync(&recvStep, e.localTail + transport::kOwnStepWords, 8, cudaMemcpyDeviceToHost, peek);
+        (void)cudaStreamSynchronize(peek);
+        if (tail != 0 || head != 0 || recvStep != 0)
+          std::fprintf(stderr, "hang: %s rank %d <- rank %d channel %d: tail %llu head %llu recv step %llu\n",
+                       algo::protocolName(algo::Protocol(proto)), r, l.peer, l.channel, (unsigned long long)tail,
+                       (unsigned long long)head, (unsigned long long)recvStep);
+      }
     }
     std::fprintf(stderr, "hang: rank %d stream %s\n", r, cudaStreamQuery(streams_[r]) == cudaErrorNotReady ? "busy" : "done");
   }
@@ -146,22 +182,29 @@ bool RankGroup::waitOrAbort(double seconds) {
   return false;
 }
 
-ncclResult_t RankGroup::enqueue(int rank, const std::vector<CollCall>& calls) {
+ncclResult_t RankGroup::enqueue(int rank, const std::vector<CollCall>& calls, algo::Protocol protocol) {
+  if (!connected(protocol)) {
+    std::fprintf(stderr, "RankGroup::enqueue: %s is not connected (GroupOptions::protocols)\n", algo::protocolName(protocol));
+    return ncclInvalidUsage;
+  }
+  const auto& transports = transports_[int(protocol)];
   std::vector<algo::RankPlan> plans(calls.size());
   kernels::Launch launch;
+  launch.protocol = protocol;
   launch.cudaDev = device(rank);
   launch.stream = streams_[rank];
   launch.abortFlag = abortFlag_;
   launch.errorOut = errors_ + rank;
   launch.threadsPerBlock = options_.threadsPerBlock;
-  launch.peersOnThisGpu = options_.nDevices == 1;
+  // GPU-scope fences only with every peer on this GPU and nothing staged, as the API decides.
+  launch.peersOnThisGpu = options_.nDevices == 1 && !transports[rank]->hostStaged();
   launch.slicesPerStep = options_.slicesPerStep;  // as the API sets it: all ranks share the GPU
   std::set<std::pair<int, int>> sendKeys, recvKeys;
   for (size_t i = 0; i < calls.size(); ++i) {
     algo::CollArgs args = calls[i].args;
     args.rank = rank;
     args.nRanks = options_.nRanks;
-    if (args.maxStepElems == 0) args.maxStepElems = maxStepElems(calls[i].type);
+    if (args.maxStepElems == 0) args.maxStepElems = maxStepElems(calls[i].type, protocol);
     plans[i] = calls[i].algorithm->build(args);
     kernels::OpWork op;
     op.type = calls[i].type;
@@ -179,12 +222,12 @@ ncclResult_t RankGroup::enqueue(int rank, const std::vector<CollCall>& calls) {
   }
   for (auto [c, p] : sendKeys) {
     kernels::SendConn sc{c, p, {}};
-    if (!transports_[rank]->sendEnd(c, p, &sc.end)) return ncclInternalError;
+    if (!transports[rank]->sendEnd(c, p, &sc.end)) return ncclInternalError;
     launch.sends.push_back(sc);
   }
   for (auto [c, p] : recvKeys) {
     kernels::RecvConn rc{c, p, {}};
-    if (!transports_[rank]->recvEnd(c, p, &rc.end)) return ncclInternalError;
+    if (!transports[rank]->recvEnd(c, p, &rc.end)) return ncclInternalError;
     launch.recvs.push_back(rc);
   }
   launch.workCache = workCache(rank);

@@ -4,8 +4,10 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,11 @@
 #include "kernels/work_cache.h"
 #include "thread_bootstrap.h"
 #include "transport/p2p.h"
+
+namespace braid::algo {
+// gtest prints a protocol parameter by name.
+inline void PrintTo(Protocol p, std::ostream* os) { *os << protocolName(p); }
+}  // namespace braid::algo
 
 namespace braid::gputest {
 
@@ -26,8 +33,12 @@ bool cudaOk(cudaError_t e, const char* what);
 struct GroupOptions {
   int nRanks = 2;
   int nChannels = 2;
-  uint32_t slotBytes = 64 * 1024;
-  uint32_t nSlots = 8;
+  uint32_t slotBytes = 64 * 1024;  // Simple's slots
+  uint32_t nSlots = 8;             // every protocol's
+  // The protocols to connect (each has FIFOs of its own) and their slots (whole lines).
+  std::vector<algo::Protocol> protocols = {algo::Protocol::Simple};
+  uint32_t llSlotBytes = kernels::defaultFifo(algo::Protocol::LL).slotBytes;
+  uint32_t ll128SlotBytes = kernels::defaultFifo(algo::Protocol::LL128).slotBytes;
   int nDevices = 1;  // ranks are spread round-robin over this many GPUs
   int threadsPerBlock = 512;
   int slicesPerStep = 2;  // kernels::Launch::slicesPerStep
@@ -57,12 +68,19 @@ class RankGroup {
   volatile uint32_t* abortFlag() { return abortFlag_; }
   uint32_t deviceError(int rank) const { return errors_[rank]; }
   void clearErrors();
-  // Elements one step may carry for `type` (half the FIFO), for CollArgs::maxStepElems.
-  uint64_t maxStepElems(ncclDataType_t type) const;
+  // The FIFO shape of protocol `p`'s connections.
+  kernels::FifoShape fifoShape(algo::Protocol p) const;
+  // Elements one step may carry for `type` (half the FIFO's data), for CollArgs::maxStepElems.
+  uint64_t maxStepElems(ncclDataType_t type, algo::Protocol p = algo::Protocol::Simple) const;
+  // What a launch asked to run with `asked` runs with, as the API decides it
+  // (kernels::usableProtocol): LL128 only when every connection is ordered128.
+  algo::Protocol usableProtocol(algo::Protocol asked);
+  bool connected(algo::Protocol p) const { return !transports_[int(p)].empty(); }
 
   // Builds rank `rank`'s plan for `call` and enqueues it on the rank's stream (several calls
-  // form a group sharing one launch). Returns the executor's result.
-  ncclResult_t enqueue(int rank, const std::vector<CollCall>& calls);
+  // form a group sharing one launch) with protocol `protocol`, which must be connected.
+  // Returns the executor's result.
+  ncclResult_t enqueue(int rank, const std::vector<CollCall>& calls, algo::Protocol protocol = algo::Protocol::Simple);
   // Runs fn(rank) on one thread per rank, concurrently, and joins them.
   void onEachRank(const std::function<void(int rank)>& fn);
   // Waits for every rank's stream; false when one failed.
@@ -73,7 +91,7 @@ class RankGroup {
   // Waits up to `seconds` for every rank's stream. On a timeout, prints each connection's
   // counters (where the ranks stand), raises the abort flag, waits, and returns false.
   bool waitOrAbort(double seconds);
-  size_t fifoBytesPerRank() const;
+  size_t fifoBytesPerRank() const;  // every protocol's
   // Rank `rank`'s kept work (null without one).
   kernels::WorkCache* workCache(int rank) const { return caches_.empty() ? nullptr : caches_[rank].get(); }
 
@@ -83,7 +101,9 @@ class RankGroup {
   std::vector<cudaStream_t> streams_;
   std::unique_ptr<ThreadBootstrapHub> hub_;
   std::vector<std::unique_ptr<ThreadBootstrap>> boots_;  // outlive the transports (teardown barrier)
-  std::vector<std::unique_ptr<transport::P2pTransport>> transports_;
+  std::vector<std::unique_ptr<transport::P2pTransport>> transports_[algo::kNumProtocols];  // per rank
+  bool ordered128_ = false;  // every rank's LL128 ends are ordered128
+  std::atomic<bool> saidNoLL128_{false};
   volatile uint32_t* abortFlag_ = nullptr;
   uint32_t* errors_ = nullptr;
   std::vector<std::unique_ptr<kernels::WorkCache>> caches_;

@@ -64,7 +64,10 @@ inline void storeValue(ncclDataType_t t, double v, void* p) {
 
 inline bool isSigned(ncclDataType_t t) { return isFloatType(t) || isSignedIntType(t); }
 
-// Rank r's input element i for a reduction: small integers, exact in every type.
+// Rank r's input element i for a reduction: small integers, exact in every type. They
+// repeat every kInputPeriod elements (9 for sums, 15 for products), so that a checker needs
+// the reference of kInputPeriod indices only.
+constexpr uint64_t kInputPeriod = 45;
 inline double inputValue(ncclDataType_t t, TestOp op, int r, uint64_t i) {
   if (op == TestOp::Prod) {
     double v = ((i + r) % 3 == 0) ? 2 : 1;

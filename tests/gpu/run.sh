@@ -3,7 +3,7 @@
 # runs what the build folder holds (a path, absolute or relative to the current folder or to
 # this repository; default build-gpu).
 #   tests/gpu/run.sh [BUILD_DIR]
-# Environment: BUDGET (seconds for the whole run, default 420), BENCH=quick|full|off (the
+# Environment: BUDGET (seconds for the whole run, default 480), BENCH=quick|full|off (the
 # executor micro-benchmark, default quick), LIMIT_<SECTION> (per-section limits, below),
 # NCCL_REAL_LIB (the real libnccl.so.2; found automatically otherwise).
 #
@@ -23,12 +23,19 @@
 #                 the machine has N GPUs.
 #   call-cost     gpu_call_cost: host cost of the CUDA calls on the enqueue path, tiny copies.
 #   async-error   gpu_api_async_error: a kernel fault reported by ncclCommGetAsyncError.
+#   api-self      gpu_api_self_sendrecv: send/recv pairs to oneself run as copies (1 rank, at
+#                 copy speed; mixed groups with a peer, 2 ranks as threads).
 #   api-graph     CUDA graph (100 replays) and abort within 1 s through the API (2 threads).
 #   torch         PyTorch drop-in (torch_dropin.py, LD_PRELOAD), world sizes 2 and 4 on GPU 0.
-#   executor      gpu_executor_test: the executor alone (ranks as threads), 1/2/4/8 ranks.
-#   exec-graph    gpu_graph_abort_test: the executor's graph/abort/group tests.
+#   executor-P    gpu_executor_test for protocol P = LL, LL128, Simple: the executor alone
+#                 (ranks as threads), every collective, type and op, 1/2/4/8 ranks; Simple's
+#                 section also runs the WorkCache test and the host-staged LL/LL128 test.
+#   exec-graph    gpu_graph_abort_test: the executor's graph/abort/group tests, per protocol.
+#   mp-proto      mp_rank collectives through the API with NCCL_PROTO=LL (4 threads) and LL128
+#                 (2 threads), and LL128 staged (NCCL_P2P_DISABLE=1): Simple runs, logged.
 #   bench         gpu_bench_executor: all-reduce, all-gather, reduce-scatter, sendrecv on 2/4/8
-#                 ranks (threads) vs cudaMemcpy, and the 2-rank 8-byte all-reduce latency.
+#                 ranks (threads) vs cudaMemcpy, and the 2-rank 8-byte all-reduce latency in
+#                 each protocol (ring and direct).
 # A summary table comes last (also in gpu-logs/summary.txt). Logs: $OUT/gpu-logs (when OUT
 # is set, as on the device machine) or a temporary folder; one file per section.
 set -u
@@ -40,10 +47,29 @@ if [ "${1:-}" = "--part" ]; then
   part="$2"; build="$3"; limit="${SECTION_LIMIT:-$4}"
   end=$((SECONDS + limit - 3))
   left() { echo $((end - SECONDS)); }
+  launch="$build/tests/launcher/braid-launch"; rankprog="$build/tests/mp/mp_rank"
+  rc_all=0; tmpf="$(mktemp)"
+  trap 'rm -f "$tmpf"' EXIT
+  # One run: LABEL LIMIT NP ENV -- mp_rank arguments. NP=1 with --threads N runs N ranks as
+  # threads of one process (on one GPU, processes are time-sliced; threads run together).
+  run_one() {
+    local label="$1" t="$2" np="$3" envs="$4"; shift 5
+    [ "$(left)" -lt "$t" ] && t=$(left)
+    if [ "$t" -lt 10 ]; then echo "SUMMARY $label not run (no time left)"; rc_all=1; return; fi
+    local t0=$SECONDS rc runs st
+    echo "--- $label: ${envs:+$envs }mp_rank $* (limit ${t}s)"
+    env $envs "$launch" -np "$np" -t "$t" -- "$rankprog" "$@" >"$tmpf" 2>&1
+    rc=$?
+    # Keep the log short: failures, warnings, staging and protocol notes, and the totals.
+    grep -E 'WRONG|FAIL|SKIP|WARN|runs,|braid-launch|stages|LL128 asked' "$tmpf" | head -40; grep 'progress:' "$tmpf" | tail -2
+    [ $rc -ne 0 ] && { echo "... last lines:"; tail -25 "$tmpf"; }
+    runs="$(grep -oE '^(\[rank 0\] )?[0-9]+ runs, [0-9]+ wrong' "$tmpf" | tail -1 | sed 's/^\[rank 0\] //')"
+    case $rc in 0) st=PASS ;; 124) st="TIMEOUT(${t}s)" ;; *) st="FAIL(rc=$rc)" ;; esac
+    [ $rc -ne 0 ] && rc_all=1
+    echo "SUMMARY $label $st $((SECONDS - t0))s ${runs:-}"
+  }
   case "$part" in
     mp-device)
-      launch="$build/tests/launcher/braid-launch"; rankprog="$build/tests/mp/mp_rank"
-      rc_all=0; tmpf="$(mktemp)"
       echo "--- abort: 2 processes, rank 1 never joins the all-reduce (limit 20s)"
       "$launch" -np 2 -t 20 -- "$rankprog" abort --memory device >"$tmpf" 2>&1
       rc=$?
@@ -53,24 +79,6 @@ if [ "${1:-}" = "--part" ]; then
         77) echo "SUMMARY SKIP (no GPU)"; rm -f "$tmpf"; exit 77 ;;
         *) rc_all=1; echo "SUMMARY abort FAIL(rc=$rc)" ;;
       esac
-      # One run: LABEL LIMIT NP ENV -- mp_rank arguments. NP=1 with --threads N runs N ranks as
-      # threads of one process (on one GPU, processes are time-sliced; threads run together).
-      run_one() {
-        local label="$1" t="$2" np="$3" envs="$4"; shift 5
-        [ "$(left)" -lt "$t" ] && t=$(left)
-        if [ "$t" -lt 10 ]; then echo "SUMMARY $label not run (no time left)"; rc_all=1; return; fi
-        local t0=$SECONDS rc runs st
-        echo "--- $label: ${envs:+$envs }mp_rank $* (limit ${t}s)"
-        env $envs "$launch" -np "$np" -t "$t" -- "$rankprog" "$@" >"$tmpf" 2>&1
-        rc=$?
-        # Keep the log short: failures, warnings, staging notes and the totals.
-        grep -E 'WRONG|FAIL|SKIP|WARN|runs,|braid-launch|stages' "$tmpf" | head -40; grep 'progress:' "$tmpf" | tail -2
-        [ $rc -ne 0 ] && { echo "... last lines:"; tail -25 "$tmpf"; }
-        runs="$(grep -oE '^(\[rank 0\] )?[0-9]+ runs, [0-9]+ wrong' "$tmpf" | tail -1 | sed 's/^\[rank 0\] //')"
-        case $rc in 0) st=PASS ;; 124) st="TIMEOUT(${t}s)" ;; *) st="FAIL(rc=$rc)" ;; esac
-        [ $rc -ne 0 ] && rc_all=1
-        echo "SUMMARY $label $st $((SECONDS - t0))s ${runs:-}"
-      }
       full=(collectives 0,1,7,4097 all --big 1000003 --memory device)
       run_one "np=1" 25 1 "" -- "${full[@]}"
       run_one "np=2" 35 2 "NCCL_DEBUG=WARN" -- "${full[@]}"
@@ -85,9 +93,21 @@ if [ "${1:-}" = "--part" ]; then
       # Eight processes through CUDA IPC: float32 and int64 only, counts 7 and 4097 (processes
       # on one GPU take turns in time slices; 0,1,7 of every type took over 60 s).
       run_one "np=8 small" 45 8 "" -- collectives 7,4097 --memory device
-      rm -f "$tmpf"
+      exit $rc_all ;;
+    mp-proto)
+      # The API with each protocol forced (NCCL_PROTO naming one), ranks as threads on one
+      # GPU; and LL128 asked where FIFOs are staged in host memory: it must run with Simple
+      # and say so at INFO.
+      # (The executor sections cover every protocol in depth; these cover the API's plumbing.)
+      small=(collectives 0,1,7,4097 all --memory device)
+      run_one "LL threads=4" 40 1 "NCCL_PROTO=LL" -- --threads 4 "${small[@]}"
+      run_one "LL128 threads=2" 30 1 "NCCL_PROTO=LL128" -- --threads 2 "${small[@]}"
+      run_one "LL128 staged threads=2" 30 1 "NCCL_PROTO=LL128 NCCL_P2P_DISABLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL" -- --threads 2 "${small[@]}"
+      if grep -q "LL128 asked" "$tmpf"; then echo "SUMMARY LL128 staged fallback logged PASS"
+      else rc_all=1; echo "SUMMARY LL128 staged fallback logged FAIL (no 'LL128 asked ... Simple' at NCCL_DEBUG=INFO)"; fi
       exit $rc_all ;;
     torch)
+      rm -f "$tmpf"; trap - EXIT
       exec python3 "$here/torch_dropin.py" --lib "$build/libbraid.so" --worlds 2,4 --timeout $(((limit - 5) / 2)) ;;
   esac
   echo "unknown part $part"; exit 2
@@ -100,7 +120,7 @@ elif [ -d "$repo/$arg" ]; then build="$(cd "$repo/$arg" && pwd)"
 else echo "run.sh: no build folder $arg"; exit 2; fi
 logs="${OUT:-$(mktemp -d)}/gpu-logs"
 mkdir -p "$logs"
-budget="${BUDGET:-420}"
+budget="${BUDGET:-480}"
 deadline=$((SECONDS + budget))
 export NCCL_NVLS_ENABLE=0   # never NVLink multicast
 # Ranks of one process share a GPU's hardware queues (8 by default): two ranks' streams on
@@ -190,15 +210,22 @@ section call-cost "${LIMIT_CALL_COST:-30}" "$build/tests/gpu/gpu_call_cost"
 section api-graph "${LIMIT_API_GRAPH:-60}" "$build/tests/gpu/gpu_api_graph_abort"
 section api-bad-input "${LIMIT_BAD_INPUT:-30}" "$build/tests/gpu/gpu_api_bad_input"
 section async-error "${LIMIT_ASYNC_ERROR:-30}" "$build/tests/gpu/gpu_api_async_error"
+section api-self "${LIMIT_API_SELF:-40}" "$build/tests/gpu/gpu_api_self_sendrecv"
 # 4. PyTorch drop-in with LD_PRELOAD=libbraid.so, 2 and 4 processes on GPU 0.
 if python3 -c 'import importlib.util as u, sys; sys.exit(u.find_spec("torch") is None)' >/dev/null 2>&1; then
   section torch "${LIMIT_TORCH:-90}" bash "$here/run.sh" --part torch "$build" "${LIMIT_TORCH:-90}"
 else
   skip torch "python3 cannot import torch"
 fi
-# 5. The executor alone (ranks as threads, no communicator): correctness, graph/abort, bench.
-section executor "${LIMIT_CORRECTNESS:-150}" "$build/tests/gpu/gpu_executor_test"
+# 5. The executor alone (ranks as threads, no communicator): correctness per protocol (each
+#    its own section, so that a hang in one leaves the others' results), graph/abort, bench.
+for proto in LL LL128 Simple; do
+  filter="Ranks/ExecutorTest.Matrix/${proto}_*"
+  [ "$proto" = Simple ] && filter="$filter:WorkCache.*:ExecutorStaged.*"
+  section "executor-$proto" "${LIMIT_CORRECTNESS:-120}" "$build/tests/gpu/gpu_executor_test" --gtest_filter="$filter"
+done
 section exec-graph "${LIMIT_GRAPH:-60}" "$build/tests/gpu/gpu_graph_abort_test"
+section mp-proto "${LIMIT_MP_PROTO:-100}" bash "$here/run.sh" --part mp-proto "$build" "${LIMIT_MP_PROTO:-100}"
 case "${BENCH:-quick}" in
   quick) section bench "${LIMIT_BENCH:-120}" "$build/tests/gpu/gpu_bench_executor" --quick ;;
   full) section bench "${LIMIT_BENCH:-300}" "$build/tests/gpu/gpu_bench_executor" ;;
@@ -211,7 +238,7 @@ esac
   echo "=== key numbers"
   [ -f "$logs/nccl-compare.log" ] &&
     grep -E '^(braid|nccl) ' "$logs/nccl-compare.log" && sed -n '/^1-rank all-reduce/,/^host time/p' "$logs/nccl-compare.log"
-  for f in mp-device api-graph torch; do
+  for f in mp-device mp-proto api-graph torch; do
     [ -f "$logs/$f.log" ] && grep -E '^SUMMARY' "$logs/$f.log" | sed "s/^SUMMARY/$f:/"
   done
   echo

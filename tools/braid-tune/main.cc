@@ -25,7 +25,7 @@ using namespace braid;
 void usage(FILE* f) {
   std::fprintf(f,
                "usage: braid-tune --topo FILE.xml [--coll NAME] [--ranks N] [--ranks-per-gpu K] [--gpus 0,2,...]\n"
-               "                  [--min SIZE] [--max SIZE] [--sms S] [--executor]\n"
+               "                  [--min SIZE] [--max SIZE] [--sms S]\n"
                "  --topo FILE       an NCCL topology XML (NCCL_TOPO_FILE format)\n"
                "  --coll NAME       allreduce (default), allgather, reducescatter, broadcast, reduce, alltoall,\n"
                "                    gather, scatter, sendrecv (rank 0 to rank 1)\n"
@@ -36,7 +36,6 @@ void usage(FILE* f) {
                "  --min, --max      sizes of the whole collective, from min doubling to max (default 8 and 1G;\n"
                "                    K, M, G = 2^10, 2^20, 2^30)\n"
                "  --sms S           SMs per GPU (the XML has none; default 132, an H100/H200 SXM)\n"
-               "  --executor        only the protocols braid's GPU executor runs today, i.e. what a call would run\n"
                "NCCL_ALGO and NCCL_PROTO constrain the choice as in the library; a bad value exits with 2.\n");
 }
 
@@ -95,7 +94,6 @@ int main(int argc, char** argv) {
   std::string topoFile, collText = "allreduce";
   int nRanks = 0, perGpu = 0, sms = 132;
   uint64_t minBytes = 8, maxBytes = uint64_t{1} << 30;
-  bool executorOnly = false;
   std::vector<int> gpuDevs;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -131,7 +129,7 @@ int main(int argc, char** argv) {
       if (!parseSize(value(), &minBytes)) return fail("--min takes a size of 1 B to 1 TiB (8, 64K, 1M, 1G)", 2);
     } else if (a == "--max") {
       if (!parseSize(value(), &maxBytes)) return fail("--max takes a size of 1 B to 1 TiB (8, 64K, 1M, 1G)", 2);
-    } else if (a == "--executor") executorOnly = true;
+    }
     else if (a == "-h" || a == "--help") {
       usage(stdout);
       return 0;
@@ -220,7 +218,7 @@ int main(int argc, char** argv) {
   in.ring = links.ring;
   in.mesh = coll == algo::Coll::SendRecv ? links.toRank[1] : links.mesh;
   in.sms = sms;
-  in.executorProtocols = executorOnly ? api::kExecutorProtocols : algo::kAllProtocols;
+  in.executorProtocols = api::kExecutorProtocols;
   in.constraints = &constraints;
 
   struct Row {
@@ -257,13 +255,8 @@ int main(int argc, char** argv) {
   else
     std::printf("# ring%s: %s; every pair: %s; %d SMs per GPU%s\n", order.c_str(), api::describeHops(links.ring).c_str(),
                 api::describeHops(links.mesh).c_str(), sms, sms == 132 ? " (assumed; --sms)" : "");
-  if (executorOnly)
-    std::printf("# protocols: only those braid's GPU executor runs today (%s): what a call runs now\n",
-                algo::describeProtocols(api::kExecutorProtocols).c_str());
-  else
-    std::printf("# protocols: the model's choice over every protocol these links allow (%s; LL128 only over same-GPU "
-                "and NVLink hops); braid's executor runs %s only today (--executor shows what a call runs now)\n",
-                algo::describeProtocols(algo::kAllProtocols).c_str(), algo::describeProtocols(api::kExecutorProtocols).c_str());
+  std::printf("# protocols: the choice over those the executor runs (%s) that these links allow (LL128 only over "
+              "same-GPU and NVLink hops)\n", algo::describeProtocols(api::kExecutorProtocols).c_str());
   if (ncclAlgo || ncclProto)
     std::printf("# NCCL_ALGO=%s NCCL_PROTO=%s\n", ncclAlgo ? ncclAlgo : "(unset)", ncclProto ? ncclProto : "(unset)");
   for (const std::string& n : notes) std::printf("# note: %s\n", n.c_str());

@@ -37,6 +37,7 @@ P2pPeerInfo rank(int r, int cudaDev, int64_t pid, int64_t busId) {
 struct FakeGpus {
   std::map<int64_t, int> visible;
   std::set<std::pair<int, int>> access;
+  std::set<std::pair<int, int>> nvlink;  // ordered device pairs joined by NVLink
   std::vector<int64_t> lookedUp;
   GpuQueries queries() {
     return GpuQueries{[this](int64_t b) {
@@ -44,7 +45,8 @@ struct FakeGpus {
                         auto it = visible.find(b);
                         return it == visible.end() ? -1 : it->second;
                       },
-                      [this](int from, int to) { return from == to || access.count({from, to}) != 0; }};
+                      [this](int from, int to) { return from == to || access.count({from, to}) != 0; },
+                      [this](int from, int to) { return nvlink.count({from, to}) != 0; }};
   }
 };
 
@@ -105,6 +107,52 @@ TEST(P2pStaging, NoLinksNoReasons) {
   FakeGpus gpus;
   std::vector<P2pPeerInfo> peers = {rank(0, 0, 100, kBus0)};
   EXPECT_TRUE(planStaging(peers[0], peers, {}, true, gpus.queries()).empty());
+}
+
+// LL128's paths: the same GPU (by ordinal in one process, by bus id across processes), or
+// GPUs this process sees joined by NVLink with peer access both ways; PCIe peers, GPUs this
+// process cannot see, other hosts and host staging (NCCL_P2P_DISABLE) do not qualify.
+TEST(P2pOrdered128, SameGpuOrNvlinkOnly) {
+  FakeGpus gpus;
+  gpus.visible = {{kBus0, 0}, {kBus1, 1}, {kBus2, 2}};
+  gpus.access = {{0, 1}, {1, 0}, {0, 2}, {2, 0}};
+  gpus.nvlink = {{0, 1}, {1, 0}};  // 0 <-> 1 NVLink; 0 <-> 2 PCIe only
+  const P2pPeerInfo me = rank(0, 0, 100, kBus0);
+  EXPECT_TRUE(ordered128Path(me, me, rank(1, 0, 100, kBus0), gpus.queries()));   // this GPU, this process
+  EXPECT_TRUE(ordered128Path(me, me, rank(1, 7, 200, kBus0), gpus.queries()));   // this GPU, another process
+  EXPECT_TRUE(ordered128Path(me, me, rank(1, 1, 100, kBus1), gpus.queries()));   // NVLink, by ordinal
+  EXPECT_TRUE(ordered128Path(me, me, rank(1, 4, 200, kBus1), gpus.queries()));   // NVLink, by bus id
+  EXPECT_FALSE(ordered128Path(me, me, rank(1, 2, 100, kBus2), gpus.queries()));  // PCIe
+  P2pPeerInfo far = rank(1, 0, 300, bus(0, 0x4a, 0, 0));
+  EXPECT_FALSE(ordered128Path(me, me, far, gpus.queries()));  // not visible here: in doubt, no
+  far = rank(1, 0, 100, kBus0);
+  far.hostHash = 8;
+  EXPECT_FALSE(ordered128Path(me, me, far, gpus.queries()));  // another host
+  gpus.nvlink = {{0, 1}};  // one way only
+  EXPECT_FALSE(ordered128Path(me, me, rank(1, 1, 100, kBus1), gpus.queries()));
+  GpuQueries noNvlinkQuery = gpus.queries();
+  noNvlinkQuery.nvlink = nullptr;
+  EXPECT_FALSE(ordered128Path(me, me, rank(1, 1, 100, kBus1), noNvlinkQuery));
+  EXPECT_TRUE(ordered128Path(me, me, rank(1, 0, 100, kBus0), noNvlinkQuery));
+}
+
+// The communicator-wide verdict: every pair, and no staging.
+TEST(P2pOrdered128, EverywhereMeansEveryPair) {
+  FakeGpus gpus;
+  gpus.visible = {{kBus0, 0}, {kBus1, 1}, {kBus2, 2}};
+  gpus.access = {{0, 1}, {1, 0}, {0, 2}, {2, 0}, {1, 2}, {2, 1}};
+  gpus.nvlink = {{0, 1}, {1, 0}, {0, 2}, {2, 0}};  // 1 <-> 2 over PCIe
+  // Three ranks on GPUs 0, 0, 1 (processes 100, 100, 200): all pairs qualify, seen from
+  // either process (the fake numbers the GPUs alike in both, as one machine's processes that
+  // see every GPU do).
+  std::vector<P2pPeerInfo> peers = {rank(0, 0, 100, kBus0), rank(1, 0, 100, kBus0), rank(2, 1, 200, kBus1)};
+  EXPECT_TRUE(ordered128Everywhere(peers, 0, false, gpus.queries()));
+  EXPECT_TRUE(ordered128Everywhere(peers, 2, false, gpus.queries()));
+  EXPECT_FALSE(ordered128Everywhere(peers, 0, true, gpus.queries()));  // NCCL_P2P_DISABLE: staged
+  // A rank on GPU 2 joins: its pair with the rank on GPU 1 is PCIe, though neither is this rank.
+  peers.push_back(rank(3, 2, 300, kBus2));
+  EXPECT_FALSE(ordered128Everywhere(peers, 0, false, gpus.queries()));
+  EXPECT_TRUE(ordered128Everywhere({peers[0]}, 0, false, gpus.queries()));  // one rank: nothing to refuse
 }
 
 TEST(P2pStaging, ReasonNames) {

@@ -96,7 +96,7 @@ TEST(BraidTune, EveryTopologyFileGivesATable) {
       SCOPED_TRACE(f + " " + ranks);
       ASSERT_EQ(run.exitCode, 0) << run.out;
       EXPECT_NE(run.out.find("# braid-tune: AllReduce"), std::string::npos) << run.out;
-      EXPECT_NE(run.out.find("the model's choice over every protocol"), std::string::npos) << run.out;
+      EXPECT_NE(run.out.find("# protocols: the choice over those the executor runs"), std::string::npos) << run.out;
       expectPowersOfTwo(rowsOf(run.out), 8, 1 << 20, f);
     }
   }
@@ -112,12 +112,14 @@ TEST(BraidTune, EveryCollective) {
   }
 }
 
-TEST(BraidTune, ExecutorLimitedAndProtocolRules) {
+TEST(BraidTune, ProtocolRules) {
   const std::string data = BRAID_TOPO_DATA;
-  // What the executor runs today: Simple only.
-  ToolRun run = braidTune("--topo '" + data + "/nccl-xml/vastai-hgx-h200-8gpu.xml' --ranks 2 --max 64M --executor");
+  // Small calls take LL, the largest Simple.
+  ToolRun run = braidTune("--topo '" + data + "/nccl-xml/vastai-hgx-h200-8gpu.xml' --ranks 2 --max 64M");
   ASSERT_EQ(run.exitCode, 0) << run.out;
-  for (const Row& r : rowsOf(run.out)) EXPECT_EQ(r.protocol, "Simple") << r.bytes;
+  ASSERT_FALSE(rowsOf(run.out).empty()) << run.out;
+  EXPECT_EQ(rowsOf(run.out).front().protocol, "LL") << run.out;
+  EXPECT_EQ(rowsOf(run.out).back().protocol, "Simple") << run.out;
   // All protocols over NVLink: LL somewhere, LL128 allowed.
   run = braidTune("--topo '" + data + "/nccl-xml/vastai-hgx-h200-8gpu.xml' --ranks 8 --max 64M");
   ASSERT_EQ(run.exitCode, 0) << run.out;
