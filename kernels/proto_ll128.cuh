@@ -127,7 +127,10 @@ struct ProtoLL128 {
         bool any = false;
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
-          need[u] = lineOf(u) < nLines && !__shfl_sync(kFullWarp, w[u].u[1] == f.recv, flagLane);
+          // Every lane takes part in the shuffle (a lane past the end skipping it, as a short
+          // circuit would, leaves the full-mask shuffle waiting: a 4-byte call hung).
+          const bool flagSeen = __shfl_sync(kFullWarp, w[u].u[1] == f.recv, flagLane);
+          need[u] = lineOf(u) < nLines && !flagSeen;
           any = any || need[u];
         }
         while (__any_sync(kFullWarp, any)) {
@@ -140,7 +143,8 @@ struct ProtoLL128 {
               w[u].u[0] = v.lo;
               w[u].u[1] = v.hi;
             }
-            need[u] = lineOf(u) < nLines && !__shfl_sync(kFullWarp, w[u].u[1] == f.recv, flagLane);
+            const bool flagSeen = __shfl_sync(kFullWarp, w[u].u[1] == f.recv, flagLane);
+            need[u] = lineOf(u) < nLines && !flagSeen;
             any = any || need[u];
           }
         }

@@ -17,6 +17,9 @@ namespace braid::api {
 // launch still falls back to Simple (GpuResources::usableProtocol).
 constexpr algo::ProtocolSet kExecutorProtocols =
     algo::protocolBit(algo::Protocol::LL) | algo::protocolBit(algo::Protocol::LL128) | algo::protocolBit(algo::Protocol::Simple);
+// What the tuner may pick when NCCL_PROTO is unset: Simple until LL and LL128 pass the H200
+// matrix (tests/gpu/run.sh); NCCL_PROTO=LL, LL128 or a list runs them now.
+constexpr algo::ProtocolSet kDefaultProtocols = algo::protocolBit(algo::Protocol::Simple);
 
 struct RankPlace {
   uint64_t host = 0;

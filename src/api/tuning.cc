@@ -23,6 +23,7 @@ ncclResult_t CommTuning::create(ncclComm* comm, std::unique_ptr<CommTuning>* out
     return fail(ncclInvalidUsage, "rank %d: %s. Fix: correct the value, or unset the variable to let braid choose.",
                 comm->rank, error.c_str());
   for (const std::string& n : notes) BRAID_INFO(kTuning | kEnv, "rank %d: %s", comm->rank, n.c_str());
+  t->protoAsked_ = env::get("NCCL_PROTO") != nullptr;
   if (comm->cudaDev >= 0) {
     // Ranks that share a GPU share its SMs: the tuner caps their channels by them.
     if (cudaError_t e = cudaDeviceGetAttribute(&t->sms_, cudaDevAttrMultiProcessorCount, comm->cudaDev); e != cudaSuccess) {
@@ -41,7 +42,8 @@ ncclResult_t CommTuning::create(ncclComm* comm, std::unique_ptr<CommTuning>* out
   if (comm->rank == 0 && anyGpu)
     BRAID_INFO(kTuning | kInit, "rank 0: tuner inputs: ring %s; every pair %s; %d ranks on the busiest GPU; %d SMs; executor "
                "protocols %s", describeHops(t->links_.ring).c_str(), describeHops(t->links_.mesh).c_str(),
-               t->links_.ranksPerGpu, t->sms_, algo::describeProtocols(kExecutorProtocols).c_str());
+               t->links_.ranksPerGpu, t->sms_,
+               algo::describeProtocols(t->protoAsked_ ? kExecutorProtocols : kDefaultProtocols).c_str());
   *out = std::move(t);
   return ncclSuccess;
 }
@@ -58,7 +60,7 @@ algo::TunerResult CommTuning::choose(const Task& t) {
   if (t.coll == algo::Coll::SendRecv && t.root >= 0 && static_cast<size_t>(t.root) < links_.toRank.size())
     in.mesh = links_.toRank[static_cast<size_t>(t.root)];
   in.sms = sms_;
-  in.executorProtocols = kExecutorProtocols;
+  in.executorProtocols = protoAsked_ ? kExecutorProtocols : kDefaultProtocols;
   in.minChannels = comm_->config.minCTAs;
   in.maxChannels = comm_->config.maxCTAs;
   in.hostMemory = !t.onDevice;

@@ -121,7 +121,7 @@ algo::Protocol RankGroup::usableProtocol(algo::Protocol asked) {
 size_t RankGroup::fifoBytesPerRank() const {
   size_t bytes = 0;
   for (const auto& transports : transports_)
-    if (!transports.empty()) bytes += transports[0]->bytesAllocated();
+    if (!transports.empty() && transports[0]) bytes += transports[0]->bytesAllocated();  // no links: none
   return bytes;
 }
 
