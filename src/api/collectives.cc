@@ -19,9 +19,10 @@ namespace {
 size_t typeSize(ncclDataType_t t) { return braid::sizeOfType(t); }
 
 ncclResult_t checkType(const braid::api::Task& t) {
-  if (static_cast<int>(t.type) < 0 || t.type >= ncclNumTypes)
+  int type = braid::dataTypeBits(t.type);  // any int from a C caller; not yet a valid enum value
+  if (type < 0 || type >= ncclNumTypes)
     return fail(ncclInvalidArgument, "%s (rank %d): datatype = %d is not an NCCL data type. Fix: use ncclInt8 .. "
-                "ncclFloat8e5m2 (0..%d).", t.caller, t.comm->rank, static_cast<int>(t.type), ncclNumTypes - 1);
+                "ncclFloat8e5m2 (0..%d).", t.caller, t.comm->rank, type, ncclNumTypes - 1);
   return ncclSuccess;
 }
 

@@ -168,6 +168,16 @@ constexpr int kNumDataTypes = 12;  // ncclInt8 .. ncclFloat8e5m2
 
 BRAID_HD constexpr bool validDataType(ncclDataType_t t) { return int(t) >= 0 && int(t) < kNumDataTypes; }
 
+// The int held by an ncclDataType_t that nothing has validated yet: a C caller may store any
+// int there, but the C++ enum's values are 0..15 and loading another one as the enum is
+// undefined behaviour (UBSan: "not a valid value for type"). Checks read the bytes instead.
+inline int dataTypeBits(const ncclDataType_t& t) {
+  static_assert(sizeof(ncclDataType_t) == sizeof(int));
+  int bits;
+  std::memcpy(&bits, &t, sizeof bits);
+  return bits;
+}
+
 // Bytes per element; 0 for a value that is not a data type.
 BRAID_HD constexpr size_t sizeOfType(ncclDataType_t t) {
   switch (int(t)) {

@@ -93,7 +93,8 @@ const char* kernelIsaName(KernelIsa isa) { return isa == KernelIsa::Avx2 ? "avx2
 
 ElemwiseFn selectElemwiseFor(KernelIsa isa, const HostOp& op, bool hasRecv, bool hasSrc, bool premulSrc, bool final) {
   if (!hasRecv && !hasSrc) return nullptr;
-  if (op.nRanks < 1 || !validDataType(op.type) || !kernelIsaSupported(isa)) return nullptr;
+  int typeBits = dataTypeBits(op.type);  // checked before it is read as the enum (UB when out of range)
+  if (op.nRanks < 1 || typeBits < 0 || typeBits >= kNumDataTypes || !kernelIsaSupported(isa)) return nullptr;
   if (op.kind == HostOpKind::SumPostDiv && isFloatType(op.type)) return nullptr;  // integers only
   const bool pre = op.kind == HostOpKind::PreMulSum && hasSrc && premulSrc;
   const bool post = op.kind == HostOpKind::SumPostDiv && final;

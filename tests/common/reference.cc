@@ -75,9 +75,13 @@ bool isInteger(ncclDataType_t type) {
 
 bool isSignedInteger(ncclDataType_t type) { return type == ncclInt8 || type == ncclInt32 || type == ncclInt64; }
 
-void requireType(ncclDataType_t type) {
-  if (static_cast<int>(type) < 0 || static_cast<int>(type) >= static_cast<int>(ncclNumTypes))
-    throw std::invalid_argument("braid_check: unknown data type " + std::to_string(static_cast<int>(type)));
+// Reads the bytes: loading a value outside the C++ enum's range (0..15) as the enum is undefined.
+void requireType(const ncclDataType_t& type) {
+  int bits;
+  static_assert(sizeof bits == sizeof type);
+  std::memcpy(&bits, &type, sizeof bits);
+  if (bits < 0 || bits >= static_cast<int>(ncclNumTypes))
+    throw std::invalid_argument("braid_check: unknown data type " + std::to_string(bits));
 }
 
 // The value of a 64-bit pattern read as the type (sign- or zero-extended to int64).
