@@ -142,6 +142,9 @@ ncclResult_t initRank(const char* caller, ncclComm_t* out, int nranks, const ncc
   }
   int dev = currentDevice();
   ncclComm* comm = newComm(config);
+  comm->rank = rank;  // before the init thread starts: other threads may read them meanwhile
+  comm->nRanks = nranks;
+  comm->cudaDev = dev;
   ncclResult_t rc = launchInit(comm, [comm, nranks, id, rank, dev]() {
     if (dev >= 0 && cudaSetDevice(dev) != cudaSuccess)
       return fail(ncclUnhandledCudaError, "ncclCommInitRank (rank %d): cudaSetDevice(%d) failed", rank, dev);

@@ -83,10 +83,11 @@ CommUse::CommUse(ncclComm* comm, const char* caller) {
     return;
   }
   if (comm->closing.load()) {
+    // No rank in the text: a split child learns its rank in its init, maybe on another thread.
     result_ = fail(ncclInvalidUsage,
-                   "%s (rank %d): the communicator is being destroyed or aborted by another thread. Fix: do not use a "
+                   "%s: communicator %p is being destroyed or aborted by another thread. Fix: do not use a "
                    "communicator after ncclCommDestroy/ncclCommAbort was called on it.",
-                   caller, comm->rank);
+                   caller, static_cast<const void*>(comm));
     return;
   }
   comm->uses.fetch_add(1, std::memory_order_acq_rel);
@@ -181,11 +182,11 @@ ncclResult_t checkCommReady(const ncclComm* comm, const char* caller) {
                 caller, static_cast<const void*>(comm));
   ncclComm::State s = comm->state.load();
   if (s == ncclComm::State::Ready) return ncclSuccess;
-  if (s == ncclComm::State::Initializing)
+  if (s == ncclComm::State::Initializing)  // no rank in the text: the init may still be setting it
     return fail(ncclInvalidArgument,
-                "%s (rank %d): attempt to use communicator before the previous operation returned ncclSuccess. Fix: "
+                "%s: attempt to use communicator %p before the previous operation returned ncclSuccess. Fix: "
                 "poll ncclCommGetAsyncError until it returns ncclSuccess first.",
-                caller, comm->rank);
+                caller, static_cast<const void*>(comm));
   if (s == ncclComm::State::Failed) {
     ncclComm* c = const_cast<ncclComm*>(comm);
     std::string why = commFailureText(c);
@@ -202,9 +203,8 @@ ncclResult_t initRankSync(ncclComm* comm, int nRanks, const ncclUniqueId& id, in
   setLogDevice(cudaDev);
   UniqueIdContent content;
   BRAID_CHECK(decodeUniqueId(id, "ncclCommInitRank", &content));
-  comm->rank = rank;
-  comm->nRanks = nRanks;
-  comm->cudaDev = cudaDev;
+  // comm->rank, nRanks and cudaDev were set by the caller before the init (maybe on another
+  // thread) began: other threads may read them meanwhile (an abort's message, say).
   std::vector<PeerInfo> peers;
   PeerInfo self = describeSelf(rank, nRanks, cudaDev);
   BRAID_CHECK(Liveness::open(&self.monitor, &comm->liveness));

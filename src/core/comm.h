@@ -134,7 +134,8 @@ std::string awaitFailureCause(ncclComm* comm, double seconds);
 void setCommDevice(ncclComm* comm, DeviceResources* device);
 
 // The core half of init: this rank's bootstrap through the root named in `id`, the peers'
-// table and the liveness mesh (the body of InitRank before src/api adds its resources).
+// table and the liveness mesh (the body of InitRank before src/api adds its resources). The
+// caller has set comm->rank, nRanks and cudaDev to the arguments' values.
 ncclResult_t initRankSync(ncclComm* comm, int nRanks, const ncclUniqueId& id, int rank, int cudaDev);
 // Derived communicator among `members` (ranks of `parent`, in new-rank order); `myIndex` is
 // this rank's position. Used by split and shrink.
