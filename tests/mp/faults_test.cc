@@ -19,6 +19,7 @@
 #include "nccl.h"
 #include "tests/common/rank_env.h"
 #include "tests/launcher/launcher.h"
+#include "tests/mp/launch_ranks.h"
 
 namespace {
 
@@ -26,24 +27,9 @@ using braid::test::RankResult;
 
 std::vector<RankResult> run(int n, std::vector<std::string> args, double timeout = 120,
                             std::vector<std::pair<std::string, std::string>> env = {}) {
-  ncclUniqueId id;
-  EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess);
-  braid::test::LaunchSpec spec;
-  spec.nRanks = n;
-  spec.argv = {FAULTS_RANK_PATH};
-  for (auto& a : args) spec.argv.push_back(a);
-  spec.env = std::move(env);
-  spec.uniqueIdHex = braid::test::uniqueIdToHex(id);
-  spec.timeoutSeconds = timeout;
-  return braid::test::runRanks(spec);
+  return braid::mptest::launchRanks(FAULTS_RANK_PATH, n, args, timeout, std::move(env));
 }
-
-void expectAllOk(const std::vector<RankResult>& results) {
-  for (const auto& r : results) {
-    EXPECT_TRUE(braid::test::succeeded(r)) << "rank " << r.rank << " " << braid::test::describeEnd(r) << "\n" << r.output;
-    EXPECT_NE(r.output.find("OK"), std::string::npos) << "rank " << r.rank << ":\n" << r.output;
-  }
-}
+using braid::mptest::expectAllOk;
 
 // The number after `key` on the first line that has it, or -1.
 long long numberAfter(const std::string& text, const std::string& key) {
@@ -119,15 +105,7 @@ TEST(FaultsDeath, DeathBeforeTheFirstCollective) {
 
 // ---- nothing left in /dev/shm -------------------------------------------------------------
 
-std::set<std::string> braidShmNames() {
-  std::set<std::string> names;
-  if (DIR* d = opendir("/dev/shm")) {
-    while (dirent* e = readdir(d))
-      if (std::strncmp(e->d_name, "braid-", 6) == 0) names.insert(e->d_name);
-    closedir(d);
-  }
-  return names;
-}
+using braid::mptest::braidShmNames;
 
 // A rank killed at each step of connection setup (after making its segment, after offering it,
 // after receiving the peer's offer): the survivor's call fails, and no name stays in /dev/shm.

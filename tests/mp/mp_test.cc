@@ -18,6 +18,7 @@
 #include "nccl.h"
 #include "tests/common/rank_env.h"
 #include "tests/launcher/launcher.h"
+#include "tests/mp/launch_ranks.h"
 
 namespace {
 
@@ -25,34 +26,11 @@ using braid::test::RankResult;
 
 std::vector<RankResult> run(int n, std::vector<std::string> args, double timeout = 60,
                             std::vector<std::pair<std::string, std::string>> env = {}) {
-  ncclUniqueId id;
-  EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess);
-  braid::test::LaunchSpec spec;
-  spec.nRanks = n;
-  spec.argv = {MP_RANK_PATH};
-  for (auto& a : args) spec.argv.push_back(a);
-  spec.env = std::move(env);
-  spec.uniqueIdHex = braid::test::uniqueIdToHex(id);
-  spec.timeoutSeconds = timeout;
-  return braid::test::runRanks(spec);
+  return braid::mptest::launchRanks(MP_RANK_PATH, n, args, timeout, std::move(env));
 }
+using braid::mptest::expectAllOk;
 
-void expectAllOk(const std::vector<RankResult>& results) {
-  for (const auto& r : results) {
-    EXPECT_TRUE(braid::test::succeeded(r)) << "rank " << r.rank << " " << braid::test::describeEnd(r) << "\n" << r.output;
-    EXPECT_NE(r.output.find("OK"), std::string::npos) << "rank " << r.rank << ":\n" << r.output;
-  }
-}
-
-std::set<std::string> braidShmNames() {
-  std::set<std::string> names;
-  if (DIR* d = opendir("/dev/shm")) {
-    while (dirent* e = readdir(d))
-      if (std::strncmp(e->d_name, "braid-", 6) == 0) names.insert(e->d_name);
-    closedir(d);
-  }
-  return names;
-}
+using braid::mptest::braidShmNames;
 
 class RankCounts : public ::testing::TestWithParam<int> {};
 
