@@ -190,7 +190,7 @@ ncclResult_t runPrograms(std::vector<LaneProgram>& programs) {
   std::vector<LaneState> lanes;
   for (auto& p : programs) lanes.push_back({&p});
   static const double timeout = env::getDouble("BRAID_COLL_TIMEOUT", 600.0);  // read once: per call is costly
-  auto lastProgress = Clock::now();
+  auto lastProgress = Clock::now(), lastCheck = lastProgress;
   uint64_t idle = 0;
   bool departureSeen = false;
   for (;;) {
@@ -217,8 +217,14 @@ ncclResult_t runPrograms(std::vector<LaneProgram>& programs) {
     if (idle < 32) continue;
     if (idle < 2000) sched_yield();
     else std::this_thread::sleep_for(std::chrono::microseconds(idle < 20000 ? 5 : 50));
-    if ((idle & 255) != 0) continue;
+    // The checks go by the clock, not by the count of rounds: on a loaded machine each sleep
+    // above can last a scheduler slice, and 256 rounds of it took an abort 1.1 s to notice.
     auto now = Clock::now();
+    if (now - lastCheck < std::chrono::milliseconds(10)) continue;
+    lastCheck = now;
+    for (auto& st : lanes)  // an abort from another thread: at once (the rest may be a short wait)
+      if (!st.finished && st.program->comm->abortFlag.load(std::memory_order_relaxed))
+        return stallVerdict(st, &departureSeen);
     if (idle < 2000 && now - lastProgress < std::chrono::milliseconds(100)) continue;
     for (auto& st : lanes)
       if (!st.finished) BRAID_CHECK(stallVerdict(st, &departureSeen));
