@@ -36,14 +36,35 @@ bool opHasPost(const OpContext& ctx, const algo::Step& s) {
   return ctx.reduces && ctx.op.kind == HostOpKind::SumPostDiv && (s.flags & algo::kFinal);
 }
 
+// Which sides of a lane's current step cannot go on: no data yet from its recv peer, no free
+// slot towards its send peer.
+struct Blocked {
+  bool recv = false, send = false;
+};
+Blocked blockedSides(const LaneState& st) {
+  const LaneProgram& prog = *st.program;
+  const algo::Step& s = *prog.steps[st.step].second;
+  Blocked b;
+  if (s.recvPeer >= 0) {
+    HostConnection* rc = prog.comm->host->recvConn(prog.channel, s.recvPeer);
+    b.recv = FifoLayout::control(rc->base)->tail.load(std::memory_order_acquire) <= rc->consumed;
+  }
+  if (s.sendPeer >= 0) {
+    HostConnection* sc = prog.comm->host->sendConn(prog.channel, s.sendPeer);
+    b.send = sc->posted - FifoLayout::control(sc->base)->head.load(std::memory_order_acquire) >= kFifoSlots;
+  }
+  return b;
+}
+
 // What a stalled lane waits for, for timeout messages.
 std::string describeWait(const LaneState& st) {
   const auto& [ctx, s] = st.program->steps[st.step];
+  Blocked b = blockedSides(st);
+  if (!b.recv && !b.send) b = {s->recvPeer >= 0, s->sendPeer >= 0};  // between two checks: name both
   char buf[256];
   std::snprintf(buf, sizeof(buf), "%s step %zu on channel %d: %s%s%s", ctx->caller, st.step, st.program->channel,
-                s->recvPeer >= 0 ? ("data from rank " + std::to_string(s->recvPeer)).c_str() : "",
-                s->recvPeer >= 0 && s->sendPeer >= 0 ? " and " : "",
-                s->sendPeer >= 0 ? ("space towards rank " + std::to_string(s->sendPeer)).c_str() : "");
+                b.recv ? ("data from rank " + std::to_string(s->recvPeer)).c_str() : "", b.recv && b.send ? " and " : "",
+                b.send ? ("space towards rank " + std::to_string(s->sendPeer)).c_str() : "");
   return buf;
 }
 
@@ -153,9 +174,12 @@ ncclResult_t stallVerdict(const LaneState& st, bool* departureSeen) {
   if (comm->abortFlag.load())
     return fail(ncclInvalidUsage, "%s (rank %d): interrupted by ncclCommAbort (or ncclCommDestroy from another "
                 "thread).", ctx->caller, comm->rank);
+  // Only a lost peer this lane is blocked on counts: data it posted before leaving can still be
+  // taken, and a lane that waits for a slow live peer beside a departed one must keep waiting.
+  Blocked b = blockedSides(st);
   int lostPeer = -1;
-  for (int peer : {s->recvPeer, s->sendPeer})
-    if (peer >= 0 && comm->liveness && comm->liveness->lost(peer)) lostPeer = peer;
+  for (auto [peer, blocked] : {std::pair{s->recvPeer, b.recv}, std::pair{s->sendPeer, b.send}})
+    if (blocked && comm->liveness && comm->liveness->lost(peer)) lostPeer = peer;
   // A peer that left may have posted what this lane waits for just before its goodbye, and a
   // peer's abort is often the echo of a death whose news is still on its way: one more pass.
   if (lostPeer >= 0 && !std::exchange(*departureSeen, true)) return ncclSuccess;
