@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "api/export.h"
+#include "api/forward.h"
 #include "core/comm.h"
 #include "core/log.h"
 
@@ -90,9 +91,16 @@ ncclResult_t groupEnd(ncclSimInfo_t* simInfo) {
 
 }  // namespace braid::api
 
-BRAID_API(ncclResult_t, ncclGroupStart) { return braid::api::groupStart(); }
-BRAID_API(ncclResult_t, ncclGroupEnd) { return braid::api::groupEnd(nullptr); }
+BRAID_API(ncclResult_t, ncclGroupStart) {
+  BRAID_FORWARD(ncclGroupStart);
+  return braid::api::groupStart();
+}
+BRAID_API(ncclResult_t, ncclGroupEnd) {
+  BRAID_FORWARD(ncclGroupEnd);
+  return braid::api::groupEnd(nullptr);
+}
 BRAID_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
+  BRAID_FORWARD(ncclGroupSimulateEnd, simInfo);
   if (!simInfo)
     return braid::fail(ncclInvalidArgument, "ncclGroupSimulateEnd: simInfo is NULL. Fix: pass an ncclSimInfo_t "
                                             "initialized with NCCL_SIM_INFO_INITIALIZER.");

@@ -10,6 +10,7 @@
 
 #include "api/device_errors.h"
 #include "api/export.h"
+#include "api/forward.h"
 #include "api/group.h"
 #include "api/resources.h"
 #include "core/bootstrap_wire.h"
@@ -206,12 +207,14 @@ braid::DeviceResources* deviceOf(ncclComm* comm) {
 }  // namespace
 
 BRAID_API(ncclResult_t, ncclGetVersion, int* version) {
+  BRAID_FORWARD(ncclGetVersion, version);
   if (!version) return fail(ncclInvalidArgument, "ncclGetVersion: version is NULL. Fix: pass &version.");
   *version = NCCL_VERSION_CODE;
   return ncclSuccess;
 }
 
 BRAID_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) {
+  BRAID_FORWARD(ncclGetUniqueId, uniqueId);
   if (!uniqueId) return fail(ncclInvalidArgument, "ncclGetUniqueId: uniqueId is NULL. Fix: pass &id.");
   braid::UniqueIdContent content{};
   if (const char* fixed = braid::env::get("NCCL_COMM_ID")) {
@@ -227,16 +230,19 @@ BRAID_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) {
 }
 
 BRAID_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  BRAID_FORWARD(ncclCommInitRank, comm, nranks, commId, rank);
   return initRank("ncclCommInitRank", comm, nranks, commId, rank, nullptr);
 }
 
 BRAID_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
           ncclConfig_t* config) {
+  BRAID_FORWARD(ncclCommInitRankConfig, comm, nranks, commId, rank, config);
   return initRank("ncclCommInitRankConfig", comm, nranks, commId, rank, config);
 }
 
 BRAID_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank, int nId,
           ncclUniqueId* commIds, ncclConfig_t* config) {
+  BRAID_FORWARD(ncclCommInitRankScalable, newcomm, nranks, myrank, nId, commIds, config);
   if (nId <= 0 || !commIds)
     return fail(ncclInvalidArgument, "ncclCommInitRankScalable: nId = %d, commIds = %p. Fix: pass at least one id.",
                 nId, static_cast<void*>(commIds));
@@ -246,6 +252,7 @@ BRAID_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nrank
 }
 
 BRAID_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* devlist) {
+  BRAID_FORWARD(ncclCommInitAll, comms, ndev, devlist);
   if (!comms) return fail(ncclInvalidArgument, "ncclCommInitAll: comms is NULL. Fix: pass an array of ndev comms.");
   if (ndev <= 0) return fail(ncclInvalidArgument, "ncclCommInitAll: ndev = %d must be positive.", ndev);
   int nGpus = 0;
@@ -286,6 +293,7 @@ BRAID_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int*
 }
 
 BRAID_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
+  BRAID_FORWARD(ncclCommSplit, comm, color, key, newcomm, config);
   BRAID_USE(comm, "ncclCommSplit");
   if (!newcomm) return fail(ncclInvalidArgument, "ncclCommSplit (rank %d): newcomm is NULL.", comm->rank);
   if (color < 0 && color != NCCL_SPLIT_NOCOLOR)
@@ -315,6 +323,7 @@ BRAID_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, nccl
 
 BRAID_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
           ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+  BRAID_FORWARD(ncclCommShrink, comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
   BRAID_USE(comm, "ncclCommShrink");
   if (!newcomm) return fail(ncclInvalidArgument, "ncclCommShrink (rank %d): newcomm is NULL.", comm->rank);
   if (shrinkFlags != NCCL_SHRINK_DEFAULT && shrinkFlags != NCCL_SHRINK_ABORT)
@@ -347,6 +356,7 @@ BRAID_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, 
 }
 
 BRAID_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
+  BRAID_FORWARD(ncclCommFinalize, comm);
   BRAID_USE(comm, "ncclCommFinalize");
   auto s = comm->state.load();
   if (s == ncclComm::State::Finalized)
@@ -359,16 +369,19 @@ BRAID_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
 }
 
 BRAID_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
+  BRAID_FORWARD(ncclCommDestroy, comm);
   if (!comm) return ncclSuccess;
   return closeComm(comm, /*abort=*/false, "ncclCommDestroy");
 }
 
 BRAID_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
+  BRAID_FORWARD(ncclCommAbort, comm);
   if (!comm) return ncclSuccess;
   return closeComm(comm, /*abort=*/true, "ncclCommAbort");
 }
 
 BRAID_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
+  BRAID_FORWARD(ncclCommRevoke, comm, revokeFlags);
   BRAID_USE(comm, "ncclCommRevoke");
   if (revokeFlags != NCCL_REVOKE_DEFAULT)
     return fail(ncclInvalidArgument, "ncclCommRevoke (rank %d): revokeFlags = %d; only NCCL_REVOKE_DEFAULT (0) is "
@@ -382,6 +395,7 @@ BRAID_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
 }
 
 BRAID_API(ncclResult_t, ncclCommCount, const ncclComm_t comm, int* count) {
+  BRAID_FORWARD(ncclCommCount, comm, count);
   BRAID_USE(comm, "ncclCommCount");
   if (!count) return fail(ncclInvalidArgument, "ncclCommCount: count is NULL.");
   if (comm->state.load() == ncclComm::State::Initializing) BRAID_CHECK(braid::checkCommReady(comm, "ncclCommCount"));
@@ -390,6 +404,7 @@ BRAID_API(ncclResult_t, ncclCommCount, const ncclComm_t comm, int* count) {
 }
 
 BRAID_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device) {
+  BRAID_FORWARD(ncclCommCuDevice, comm, device);
   BRAID_USE(comm, "ncclCommCuDevice");
   if (!device) return fail(ncclInvalidArgument, "ncclCommCuDevice: device is NULL.");
   if (comm->state.load() == ncclComm::State::Initializing) BRAID_CHECK(braid::checkCommReady(comm, "ncclCommCuDevice"));
@@ -398,6 +413,7 @@ BRAID_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device) {
 }
 
 BRAID_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank) {
+  BRAID_FORWARD(ncclCommUserRank, comm, rank);
   BRAID_USE(comm, "ncclCommUserRank");
   if (!rank) return fail(ncclInvalidArgument, "ncclCommUserRank: rank is NULL.");
   if (comm->state.load() == ncclComm::State::Initializing) BRAID_CHECK(braid::checkCommReady(comm, "ncclCommUserRank"));
@@ -406,6 +422,7 @@ BRAID_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank) {
 }
 
 BRAID_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError) {
+  BRAID_FORWARD(ncclCommGetAsyncError, comm, asyncError);
   BRAID_USE(comm, "ncclCommGetAsyncError");
   if (!asyncError) return fail(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL.");
   ncclResult_t rc = comm->asyncError.load();
@@ -422,6 +439,7 @@ BRAID_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* as
 }
 
 BRAID_API(const char*, ncclGetErrorString, ncclResult_t result) {
+  BRAID_FORWARD(ncclGetErrorString, result);
   switch (result) {
     case ncclSuccess: return "no error";
     case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
@@ -436,6 +454,7 @@ BRAID_API(const char*, ncclGetErrorString, ncclResult_t result) {
 }
 
 BRAID_API(const char*, ncclGetLastError, ncclComm_t comm) {
+  BRAID_FORWARD(ncclGetLastError, comm);
   // A failed communicator names its own failure (a dead peer, a mismatch), which may have been
   // found on another thread; otherwise the process's last error, as NCCL keeps it.
   if (comm && braid::isLiveComm(comm)) {

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "api/export.h"
+#include "api/forward.h"
 #include "core/comm.h"
 #include "core/log.h"
 
@@ -22,6 +23,7 @@ std::set<Registration*> gRegistrations;
 }  // namespace
 
 BRAID_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
+  BRAID_FORWARD(ncclMemAlloc, ptr, size);
   if (!ptr) return fail(ncclInvalidArgument, "ncclMemAlloc: ptr is NULL.");
   if (size == 0) return fail(ncclInvalidArgument, "ncclMemAlloc: size is 0.");
   cudaError_t err = cudaMalloc(ptr, size);
@@ -33,6 +35,7 @@ BRAID_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
 }
 
 BRAID_API(ncclResult_t, ncclMemFree, void* ptr) {
+  BRAID_FORWARD(ncclMemFree, ptr);
   if (!ptr) return ncclSuccess;
   cudaError_t err = cudaFree(ptr);
   if (err != cudaSuccess) {
@@ -43,6 +46,7 @@ BRAID_API(ncclResult_t, ncclMemFree, void* ptr) {
 }
 
 BRAID_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle) {
+  BRAID_FORWARD(ncclCommRegister, comm, buff, size, handle);
   braid::CommUse use_(comm, "ncclCommRegister");
   BRAID_CHECK(use_.result());
   BRAID_CHECK(braid::checkCommReady(comm, "ncclCommRegister"));
@@ -58,6 +62,7 @@ BRAID_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, siz
 }
 
 BRAID_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle) {
+  BRAID_FORWARD(ncclCommDeregister, comm, handle);
   braid::CommUse use_(comm, "ncclCommDeregister");
   BRAID_CHECK(use_.result());
   BRAID_CHECK(braid::checkCommReady(comm, "ncclCommDeregister"));
@@ -73,6 +78,7 @@ BRAID_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle)
 
 BRAID_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
           int winFlags) {
+  BRAID_FORWARD(ncclCommWindowRegister, comm, buff, size, win, winFlags);
   braid::CommUse use_(comm, "ncclCommWindowRegister");
   BRAID_CHECK(use_.result());
   BRAID_CHECK(braid::checkCommReady(comm, "ncclCommWindowRegister"));
@@ -85,6 +91,7 @@ BRAID_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, siz
 }
 
 BRAID_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win) {
+  BRAID_FORWARD(ncclCommWindowDeregister, comm, win);
   braid::CommUse use_(comm, "ncclCommWindowDeregister");
   BRAID_CHECK(use_.result());
   BRAID_CHECK(braid::checkCommReady(comm, "ncclCommWindowDeregister"));

@@ -11,6 +11,7 @@
 #include <cstddef>
 
 #include "api/export.h"
+#include "api/forward.h"
 #include "core/log.h"
 
 namespace braid::device_abi {
@@ -53,59 +54,71 @@ using braid::device_abi::unsupported;
 
 // ---- Device communicators ----------------------------------------------------------------
 
-BRAID_API(ncclResult_t, ncclDevCommCreate, ncclComm_t, const DevCommRequirements*, DevComm*) {
+BRAID_API(ncclResult_t, ncclDevCommCreate, ncclComm_t comm, const DevCommRequirements* reqs, DevComm* outDevComm) {
+  BRAID_FORWARD(ncclDevCommCreate, comm, reqs, outDevComm);
   return unsupported("ncclDevCommCreate");
 }
 
-BRAID_API(ncclResult_t, ncclDevCommDestroy, ncclComm_t, const DevComm*) {
+BRAID_API(ncclResult_t, ncclDevCommDestroy, ncclComm_t comm, const DevComm* devComm) {
+  BRAID_FORWARD(ncclDevCommDestroy, comm, devComm);
   return unsupported("ncclDevCommDestroy");
 }
 
 // ---- Teams: no team exists, so the empty team {0, 0, 0} and rank -1 -----------------------
 
-BRAID_API(Team, ncclTeamWorld, ncclComm_t) {
+BRAID_API(Team, ncclTeamWorld, ncclComm_t comm) {
+  BRAID_FORWARD(ncclTeamWorld, comm);
   unsupported("ncclTeamWorld");
   return Team{};
 }
 
-BRAID_API(Team, ncclTeamLsa, ncclComm_t) {
+BRAID_API(Team, ncclTeamLsa, ncclComm_t comm) {
+  BRAID_FORWARD(ncclTeamLsa, comm);
   unsupported("ncclTeamLsa");
   return Team{};
 }
 
-BRAID_API(Team, ncclTeamRail, ncclComm_t) {
+BRAID_API(Team, ncclTeamRail, ncclComm_t comm) {
+  BRAID_FORWARD(ncclTeamRail, comm);
   unsupported("ncclTeamRail");
   return Team{};
 }
 
-BRAID_API(int, ncclTeamRankToWorld, ncclComm_t, Team, int) {
+BRAID_API(int, ncclTeamRankToWorld, ncclComm_t comm, Team team, int rank) {
+  BRAID_FORWARD(ncclTeamRankToWorld, comm, team, rank);
   unsupported("ncclTeamRankToWorld");
   return -1;
 }
 
-BRAID_API(int, ncclTeamRankToLsa, ncclComm_t, Team, int) {
+BRAID_API(int, ncclTeamRankToLsa, ncclComm_t comm, Team team, int rank) {
+  BRAID_FORWARD(ncclTeamRankToLsa, comm, team, rank);
   unsupported("ncclTeamRankToLsa");
   return -1;
 }
 
 // ---- Resource requirements for device-side barriers and the LL all-to-all ----------------
 
-BRAID_API(ncclResult_t, ncclLsaBarrierCreateRequirement, Team, int, LsaBarrierHandle*,
-          DevResourceRequirements*) {
+BRAID_API(ncclResult_t, ncclLsaBarrierCreateRequirement, Team team, int nBarriers, LsaBarrierHandle* handle,
+          DevResourceRequirements* reqs) {
+  BRAID_FORWARD(ncclLsaBarrierCreateRequirement, team, nBarriers, handle, reqs);
   return unsupported("ncclLsaBarrierCreateRequirement");
 }
 
-BRAID_API(ncclResult_t, ncclGinBarrierCreateRequirement, ncclComm_t, Team, int, GinBarrierHandle*,
-          DevResourceRequirements*) {
+BRAID_API(ncclResult_t, ncclGinBarrierCreateRequirement, ncclComm_t comm, Team team, int nBarriers,
+          GinBarrierHandle* handle, DevResourceRequirements* reqs) {
+  BRAID_FORWARD(ncclGinBarrierCreateRequirement, comm, team, nBarriers, handle, reqs);
   return unsupported("ncclGinBarrierCreateRequirement");
 }
 
-BRAID_API(int, ncclLLA2ACalcSlots, int, int) {
+BRAID_API(int, ncclLLA2ACalcSlots, int maxElts, int maxEltSize) {
+  BRAID_FORWARD(ncclLLA2ACalcSlots, maxElts, maxEltSize);
   unsupported("ncclLLA2ACalcSlots");
   return -1;
 }
 
-BRAID_API(ncclResult_t, ncclLLA2ACreateRequirement, int, int, LLA2AHandle*, DevResourceRequirements*) {
+BRAID_API(ncclResult_t, ncclLLA2ACreateRequirement, int nBlocks, int nSlots, LLA2AHandle* handle,
+          DevResourceRequirements* reqs) {
+  BRAID_FORWARD(ncclLLA2ACreateRequirement, nBlocks, nSlots, handle, reqs);
   return unsupported("ncclLLA2ACreateRequirement");
 }
 
@@ -116,4 +129,10 @@ BRAID_API(ncclResult_t, ncclLLA2ACreateRequirement, int, int, LLA2AHandle*, DevR
 // libnccl.so.2 also exports the worker under this name as a plain strong symbol: so does braid.
 extern "C" BRAID_EXPORT void ncclResetDebugInitInternal(void) {}
 
-BRAID_API(void, ncclResetDebugInit, void) { ncclResetDebugInitInternal(); }
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // the real NCCL's is deprecated too
+BRAID_API(void, ncclResetDebugInit, void) {
+  BRAID_FORWARD(ncclResetDebugInit);
+  ncclResetDebugInitInternal();
+}
+#pragma GCC diagnostic pop

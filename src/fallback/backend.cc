@@ -1,0 +1,55 @@
+#include "fallback/backend.h"
+
+#include <strings.h>
+
+#include "core/env.h"
+#include "core/log.h"
+#include "fallback/real_nccl.h"
+
+namespace braid::fallback {
+
+Backend parseBackend(const char* text) {
+  if (text == nullptr || *text == '\0' || ::strcasecmp(text, "auto") == 0) return Backend::Auto;
+  if (::strcasecmp(text, "braid") == 0) return Backend::Braid;
+  if (::strcasecmp(text, "nccl") == 0) return Backend::Nccl;
+  return Backend::Invalid;
+}
+
+Backend backend() {
+  static const Backend chosen = parseBackend(env::get("BRAID_BACKEND"));
+  return chosen;
+}
+
+void* passThrough(const char* pname, ncclResult_t* refusal, std::string* message) {
+  *refusal = ncclSuccess;
+  switch (backend()) {
+    case Backend::Auto:
+    case Backend::Braid: return nullptr;
+    case Backend::Invalid:
+      *refusal = ncclInvalidUsage;
+      *message = std::string("BRAID_BACKEND='") + env::getString("BRAID_BACKEND") +
+                 "' is not one of auto, braid, nccl. Fix: unset it (auto) or set one of those";
+      return nullptr;
+    case Backend::Nccl: break;
+  }
+  std::string report;
+  const RealNccl* lib = realNccl(&report);
+  if (lib == nullptr) {
+    *refusal = ncclSystemError;
+    *message = "BRAID_BACKEND=nccl, but " + report;
+    return nullptr;
+  }
+  static bool said = [&report] {
+    BRAID_INFO(kInit, "BRAID_BACKEND=nccl: every call goes to %s", report.c_str());
+    return true;
+  }();
+  (void)said;
+  void* target = lib->symbol(pname);
+  if (target == nullptr) {
+    *refusal = ncclInvalidUsage;
+    *message = std::string("BRAID_BACKEND=nccl, but ") + lib->path + " has no " + pname;
+  }
+  return target;
+}
+
+}  // namespace braid::fallback
