@@ -20,7 +20,8 @@ class Forward;
 template <typename Ret, typename... Args>
 class Forward<Ret (*)(Args...)> {
  public:
-  explicit Forward(const char* pname) : target_(reinterpret_cast<Ret (*)(Args...)>(fallback::passThrough(pname, &refusal_, &message_))) {}
+  explicit Forward(const char* pname)
+      : pname_(pname), target_(reinterpret_cast<Ret (*)(Args...)>(fallback::passThrough(pname, &refusal_, &message_))) {}
   // True when the call must not reach braid: forwarded, or refused (ncclResult_t functions;
   // the others, such as ncclGetErrorString, are then braid's own).
   bool active() const {
@@ -28,12 +29,18 @@ class Forward<Ret (*)(Args...)> {
     return target_ != nullptr;
   }
   Ret operator()(Args... args) const {
-    if constexpr (std::is_same_v<Ret, ncclResult_t>)
+    if constexpr (std::is_same_v<Ret, ncclResult_t>) {
       if (target_ == nullptr) return fail(refusal_, "%s", message_.c_str());
+      const ncclResult_t result = target_(args...);
+      // ncclInProgress is a non-blocking communicator's normal answer, not a failure.
+      if (result != ncclSuccess && result != ncclInProgress) fallback::noteForwardedFailure(pname_, result);
+      return result;
+    }
     return target_(args...);
   }
 
  private:
+  const char* pname_;
   ncclResult_t refusal_ = ncclSuccess;
   std::string message_;
   Ret (*target_)(Args...);

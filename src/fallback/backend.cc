@@ -52,4 +52,14 @@ void* passThrough(const char* pname, ncclResult_t* refusal, std::string* message
   return target;
 }
 
+void noteForwardedFailure(const char* pname, ncclResult_t result) {
+  const RealNccl* lib = realNccl();
+  if (lib == nullptr) return;
+  using LastError = const char* (*)(ncclComm_t);
+  auto lastError = reinterpret_cast<LastError>(lib->symbol("pncclGetLastError"));
+  const char* text = lastError ? lastError(nullptr) : nullptr;
+  BRAID_WARN("BRAID_BACKEND=nccl: %s in the real NCCL (%s) returned %d%s%s", pname + 1, lib->path.c_str(),
+             static_cast<int>(result), text && *text ? ": " : "", text ? text : "");
+}
+
 }  // namespace braid::fallback

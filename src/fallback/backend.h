@@ -22,4 +22,8 @@ Backend backend();  // the process's, read once
 // real NCCL lacks the function (ncclInvalidUsage).
 void* passThrough(const char* pname, ncclResult_t* refusal, std::string* message);
 
+// A forwarded call failed in the real NCCL: a WARN naming the function, the library's path,
+// the result and the real NCCL's last error (so that a log says which library failed).
+void noteForwardedFailure(const char* pname, ncclResult_t result);
+
 }  // namespace braid::fallback

@@ -38,6 +38,7 @@ if grep -q "^init rc=0 " "$work/nccl"; then
   echo "ok: nccl: init (a GPU is here)"
 else  # no GPU: the real NCCL's own failure, through braid's exports
   check "nccl: the real NCCL's error" "$work/nccl" "^init rc=1 last=\[Cuda failure"
+  check "nccl: the failing library named" "$work/nccl" "WARN BRAID_BACKEND=nccl: ncclCommInitRank in the real NCCL \(/.*libnccl\.so[.0-9]*\) returned 1: Cuda failure"
 fi
 
 BRAID_BACKEND=bogus timeout 60 "$probe" > "$work/bogus" 2>&1
