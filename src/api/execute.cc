@@ -17,7 +17,7 @@
 #include "core/log.h"
 #include "core/numeric.h"
 #include "host/engine.h"
-#include "host/fifo.h"
+#include "transport/host_fifo.h"
 
 namespace braid::api {
 namespace {

@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "host/host_transport.h"
 #include "topo/topo.h"
+#include "transport/ucx_net.h"
 
 namespace braid::api {
 
@@ -49,6 +50,7 @@ ncclResult_t createResources(ncclComm* comm) {
   std::unique_ptr<CommTuning> tuning;
   BRAID_CHECK(CommTuning::create(comm, &tuning));  // NCCL_ALGO/NCCL_PROTO: a bad value fails init
   comm->tuning = std::move(tuning);
+  if (transport::needsNetwork(comm)) BRAID_CHECK(transport::UcxNet::create(comm, &comm->net));  // collective
   comm->host = std::make_shared<HostTransport>(comm);
   comm->hostPlans = std::make_shared<PlanCache>();
   comm->devicePlans = std::make_shared<PlanCache>();
@@ -60,8 +62,10 @@ ncclResult_t createResources(ncclComm* comm) {
 void destroyResources(ncclComm* comm, bool abort) {
   if (comm->device) comm->device->close(abort);
   setCommDevice(comm, nullptr);
+  if (comm->net) comm->net->close(abort);  // its proxy stops touching the host FIFOs first
   if (comm->host) comm->host->close(abort);
   comm->host.reset();
+  comm->net.reset();
 }
 
 }  // namespace braid::api

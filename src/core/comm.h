@@ -15,6 +15,9 @@
 
 namespace braid {
 class HostTransport;  // src/host: shared-memory connections for host-memory collectives
+namespace transport {
+class UcxNet;  // transport/ucx_net.h: FIFOs to ranks on other hosts
+}
 namespace api {
 class PlanCache;      // src/api/plan.h: recently used host schedules
 class CommTuning;     // src/api/tuning.h: NCCL_ALGO/NCCL_PROTO and the links, for the tuner
@@ -77,6 +80,7 @@ struct ncclComm {
   // Made by the layers above (src/api, src/host). shared_ptr: its deleter is bound where the
   // object is made, so core destroys them without seeing their types.
   std::shared_ptr<braid::HostTransport> host;
+  std::shared_ptr<braid::transport::UcxNet> net;  // made at init when a rank is on another host
   std::shared_ptr<braid::api::PlanCache> hostPlans;
   std::shared_ptr<braid::api::PlanCache> devicePlans;  // GPU executor plans (other lane sizes)
   std::shared_ptr<braid::api::CommTuning> tuning;      // every algorithm/protocol/channel choice

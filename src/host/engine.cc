@@ -14,7 +14,7 @@
 #include "core/comm.h"
 #include "core/env.h"
 #include "core/log.h"
-#include "host/fifo.h"
+#include "transport/host_fifo.h"
 #include "host/host_transport.h"
 
 namespace braid::host {

@@ -12,7 +12,8 @@
 #include "core/comm.h"
 #include "core/fault_point.h"
 #include "core/log.h"
-#include "host/fifo.h"
+#include "transport/host_fifo.h"
+#include "transport/ucx_net.h"
 
 namespace braid {
 namespace {
@@ -54,6 +55,14 @@ void removeSegmentsOf(const ncclComm* comm, int dead) {
   closedir(d);
 }
 
+bool otherHost(const ncclComm* comm, int peer) {
+  return comm->peers[peer].hostHash != comm->peers[comm->rank].hostHash;
+}
+
+// A FIFO in this process's memory: for a peer of this process, and for each end of a
+// connection to another host (its proxy moves the slots, transport/ucx_net.h).
+void* newLocalFifo() { return ::operator new(FifoLayout::kBytes, std::align_val_t(4096), std::nothrow); }
+
 bool sameProcess(const ncclComm* comm, int peer) {
   return comm->peers[peer].processHash == comm->peers[comm->rank].processHash;
 }
@@ -88,15 +97,21 @@ ncclResult_t HostTransport::offerReceivers(const std::set<ConnKey>& recvs) {
   for (const ConnKey& key : recvs) {
     if (recvs_.count(key) || pendingRecvs_.count(key)) continue;
     auto [channel, peer] = key;
-    if (comm_->peers[peer].hostHash != comm_->peers[comm_->rank].hostHash)
-      return fail(ncclInvalidUsage,
-                  "rank %d: host-memory collectives with rank %d, which runs on another host, are not supported. "
-                  "Fix: use device buffers, or keep host-memory communicators within one host.",
-                  comm_->rank, peer);
     Segment seg;
+    if (otherHost(comm_, peer)) {  // no offer: each end has its own FIFO, the proxy joins them
+      if (!comm_->net) return fail(ncclInternalError, "rank %d: no network transport to rank %d", comm_->rank, peer);
+      seg.base = newLocalFifo();
+      if (!seg.base) return fail(ncclSystemError, "host transport: out of memory (%zu bytes)", FifoLayout::kBytes);
+      seg.ownedHeap = true;
+      new (seg.base) FifoControl();
+      recvSegments_[key] = seg;
+      BRAID_CHECK(comm_->net->addReceiver(channel, peer, seg.base));
+      recvs_[key].base = seg.base;
+      continue;
+    }
     Offer offer{};
     if (sameProcess(comm_, peer)) {
-      seg.base = ::operator new(FifoLayout::kBytes, std::align_val_t(4096), std::nothrow);
+      seg.base = newLocalFifo();
       if (!seg.base) return fail(ncclSystemError, "host transport: out of memory (%zu bytes)", FifoLayout::kBytes);
       seg.ownedHeap = true;
       offer.inProcessAddress = reinterpret_cast<uint64_t>(seg.base);
@@ -119,6 +134,18 @@ ncclResult_t HostTransport::attachSenders(const std::set<ConnKey>& sends) {
   for (const ConnKey& key : sends) {
     if (sends_.count(key)) continue;
     auto [channel, peer] = key;
+    if (otherHost(comm_, peer)) {
+      if (!comm_->net) return fail(ncclInternalError, "rank %d: no network transport to rank %d", comm_->rank, peer);
+      Segment seg;
+      seg.base = newLocalFifo();
+      if (!seg.base) return fail(ncclSystemError, "host transport: out of memory (%zu bytes)", FifoLayout::kBytes);
+      seg.ownedHeap = true;
+      new (seg.base) FifoControl();
+      sendSegments_[key] = seg;
+      BRAID_CHECK(comm_->net->addSender(channel, peer, seg.base));
+      sends_[key].base = seg.base;
+      continue;
+    }
     Offer offer{};
     BRAID_CHECK(comm_->bootstrap->recv(peer, kOfferTag | channel, &offer, sizeof(offer)));
     faultPoint("host-offer-received");
@@ -187,10 +214,12 @@ HostConnection* HostTransport::recvConn(int channel, int peer) {
 void HostTransport::close(bool /*abort*/) {
   if (comm_->liveness)
     for (int r = 0; r < comm_->nRanks; ++r)
-      if (comm_->liveness->state(r) == PeerState::Dead && comm_->peers[r].hostHash == comm_->peers[comm_->rank].hostHash)
+      if (comm_->liveness->state(r) == PeerState::Dead && !otherHost(comm_, r))
         removeSegmentsOf(comm_, r);
-  for (auto& [key, seg] : sendSegments_)
-    if (!seg.ownedHeap && seg.base && !sameProcess(comm_, key.second)) munmap(seg.base, FifoLayout::kBytes);
+  for (auto& [key, seg] : sendSegments_) {
+    if (seg.ownedHeap) ::operator delete(seg.base, std::align_val_t(4096));  // a network sender's own FIFO
+    else if (seg.base && !sameProcess(comm_, key.second)) munmap(seg.base, FifoLayout::kBytes);
+  }
   for (auto& [key, seg] : recvSegments_) {
     if (!seg.shmName.empty()) shm_unlink(seg.shmName.c_str());
     if (seg.ownedHeap) {

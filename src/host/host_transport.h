@@ -1,7 +1,8 @@
 // Host-memory connections between the ranks of one communicator, created on first use.
 // Same process: plain memory. Same host: a POSIX shared-memory segment created by the
 // receiver and unlinked as soon as the sender has mapped it, so that nothing is left in
-// /dev/shm when a process dies. Other hosts: not supported for host memory (clear error).
+// /dev/shm when a process dies. Other hosts: each end has a FIFO in its own memory, and the
+// communicator's UCX proxy (transport/ucx_net.h) moves the slots between them.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -47,7 +48,7 @@ class HostTransport {
  private:
   struct Segment {
     void* base = nullptr;
-    bool ownedHeap = false;  // allocated here for a same-process peer
+    bool ownedHeap = false;  // allocated here: for a same-process peer, or either end of a network link
     std::string shmName;     // still linked until the sender acknowledged
   };
   ncclComm* comm_;

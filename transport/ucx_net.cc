@@ -1,0 +1,575 @@
+#include "transport/ucx_net.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <list>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/bootstrap.h"
+#include "core/comm.h"
+#include "core/env.h"
+#include "core/log.h"
+#include "core/socket.h"
+#include "transport/host_fifo.h"
+#include "transport/ucx_api.h"
+
+namespace braid::transport {
+
+bool needsNetwork(const ncclComm* comm) {
+  for (const PeerInfo& p : comm->peers)
+    if (p.hostHash != comm->peers[comm->rank].hostHash) return true;
+  return false;
+}
+
+#if !BRAID_HAVE_UCX
+
+ncclResult_t UcxNet::create(ncclComm* comm, std::shared_ptr<UcxNet>* out) {
+  out->reset();
+  std::string why;
+  ucx::api(&why);
+  return fail(ncclSystemError, "rank %d: its communicator has ranks on other hosts, which need UCX, but %s", comm->rank,
+              why.c_str());
+}
+
+#else
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A message's tag: its kind, channel, the sending rank and (data) the slot's sequence number,
+// so that every receive names exactly the message it takes.
+// Bits: kind 2 | channel 14 (data lanes and the call check's lane) | rank 20 | sequence 28
+// (at most kFifoSlots messages of a connection are in flight, so 28 bits never alias).
+enum Kind : uint64_t { kData = 1, kCredit = 2 };
+constexpr int kMaxChannels = 1 << 14;
+constexpr int kMaxRanks = 1 << 20;
+ucp_tag_t tagOf(Kind kind, int channel, int sender, uint64_t seq) {
+  return (uint64_t(kind) << 62) | (uint64_t(channel) << 48) | (uint64_t(sender) << 28) | (seq & 0xfffffffu);
+}
+constexpr ucp_tag_t kFullMask = ~ucp_tag_t(0);
+
+// A request's state: done (with its status) or still running.
+struct Pending {
+  void* request = nullptr;  // nullptr: completed at once, or nothing posted
+  bool posted = false;
+};
+
+struct SendConn {
+  int channel = 0, peer = 0;
+  void* fifo = nullptr;
+  uint64_t sent = 0, completed = 0, remoteHead = 0;
+  Pending sends[kFifoSlots];
+  ucp_dt_iov_t iov[kFifoSlots][2];
+  uint64_t credit = 0;  // the receiver's last head
+  Pending creditRecv;
+  ucp_tag_recv_info_t creditInfo{};
+  bool failed = false;
+};
+
+struct RecvConn {
+  int channel = 0, peer = 0;
+  void* fifo = nullptr;
+  uint64_t posted = 0, done = 0, creditSent = 0;
+  Pending recvs[kFifoSlots];
+  ucp_dt_iov_t iov[kFifoSlots][2];
+  ucp_tag_recv_info_t info[kFifoSlots]{};
+  uint64_t creditOut = 0;
+  Pending creditSend;
+  bool failed = false;
+};
+
+// The worker addresses, exchanged over the bootstrap in two rounds (sizes and failures, then
+// the addresses padded to the longest). A rank that could not start UCX sends its reason
+// instead of an address, so that every rank fails together and names it.
+struct AddressSize {
+  uint64_t bytes;
+  char failure[240];
+};
+struct Exchange {
+  std::vector<AddressSize> sizes;
+  std::vector<char> all;
+  size_t maxBytes = 1;
+  const char* address(int rank) const { return all.data() + maxBytes * rank; }
+};
+ncclResult_t exchange(ncclComm* comm, const std::string& failure, const void* address, size_t bytes, Exchange* ex) {
+  const int n = comm->nRanks, me = comm->rank;
+  ex->sizes.assign(n, AddressSize{});
+  ex->sizes[me].bytes = failure.empty() ? bytes : 0;
+  std::snprintf(ex->sizes[me].failure, sizeof ex->sizes[me].failure, "%s", failure.c_str());
+  BRAID_CHECK(comm->bootstrap->allGather(ex->sizes.data(), sizeof(AddressSize)));
+  for (const AddressSize& s : ex->sizes) ex->maxBytes = std::max<size_t>(ex->maxBytes, s.bytes);
+  ex->all.assign(ex->maxBytes * n, 0);
+  if (failure.empty()) std::memcpy(ex->all.data() + ex->maxBytes * me, address, bytes);
+  BRAID_CHECK(comm->bootstrap->allGather(ex->all.data(), ex->maxBytes));
+  for (int r = 0; r < n; ++r)
+    if (ex->sizes[r].failure[0] != '\0')
+      return fail(ncclSystemError, "rank %d: its communicator has ranks on other hosts, which need UCX, and rank %d cannot use "
+                  "it: %.240s", me, r, ex->sizes[r].failure);
+  return ncclSuccess;
+}
+
+class UcxNetImpl;
+
+struct PeerLink {
+  UcxNetImpl* net = nullptr;
+  int peer = -1;
+  ucp_ep_h ep = nullptr;
+  std::atomic<bool> failed{false};
+};
+
+class UcxNetImpl final : public UcxNet {
+ public:
+  UcxNetImpl(ncclComm* comm, const ucx::Api* api) : comm_(comm), api_(api), links_(comm->nRanks) {}
+  ~UcxNetImpl() override { close(true); }
+
+  ncclResult_t start();
+  ncclResult_t addSender(int channel, int peer, void* fifo) override { return add(channel, peer, fifo, true); }
+  ncclResult_t addReceiver(int channel, int peer, void* fifo) override { return add(channel, peer, fifo, false); }
+  void close(bool abort) override;
+  void onEndpointError(int peer, ucs_status_t status);
+
+ private:
+  ncclResult_t add(int channel, int peer, void* fifo, bool send);
+  void run();
+  bool progressSend(SendConn& c);
+  bool progressRecv(RecvConn& c);
+  bool sendsDrained() const;
+  // Done (status in *status) or still running; frees a finished request.
+  bool finished(Pending& p, ucs_status_t* status, ucp_tag_recv_info_t* info = nullptr);
+  void failConn(int peer, const char* what, ucs_status_t status);
+  void shutdown();
+
+  ncclComm* comm_;
+  const ucx::Api* api_;
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  std::vector<PeerLink> links_;
+  std::mutex mutex_;  // guards the adds below, from the engine's thread
+  std::vector<SendConn*> newSends_;
+  std::vector<RecvConn*> newRecvs_;
+  std::list<SendConn> sends_;  // owned; touched by the proxy thread only once adopted
+  std::list<RecvConn> recvs_;
+  std::vector<SendConn*> activeSends_;
+  std::vector<RecvConn*> activeRecvs_;
+  std::thread proxy_;
+  std::atomic<bool> stop_{false}, abort_{false}, closed_{false};
+};
+
+void errorCallback(void* arg, ucp_ep_h, ucs_status_t status) {
+  auto* link = static_cast<PeerLink*>(arg);
+  link->net->onEndpointError(link->peer, status);
+}
+
+ncclResult_t checkUcs(const ucx::Api* api, int rank, const char* what, ucs_status_t s) {
+  if (s == UCS_OK) return ncclSuccess;
+  return fail(ncclSystemError, "rank %d: UCX %s failed: %s", rank, what, api->statusString(s));
+}
+
+// A peer's endpoint fails when that peer closes it (its destroy) as well as when it dies: not
+// a failure by itself. What it sent before is still received; the engine decides whether the
+// rank is missed, from the liveness mesh (departed or dead, named in its error).
+void UcxNetImpl::onEndpointError(int peer, ucs_status_t status) {
+  links_[peer].failed.store(true);
+  BRAID_INFO(kNet, "rank %d: UCX connection with rank %d ended: %s", comm_->rank, peer, api_->statusString(status));
+}
+
+void UcxNetImpl::failConn(int peer, const char* what, ucs_status_t status) {
+  if (links_[peer].failed.load() || status == UCS_ERR_CANCELED) return;  // the peer is gone: see onEndpointError
+  char text[512];
+  std::snprintf(text, sizeof text,
+                "rank %d: %s with rank %d (another host, over UCX) failed: %s. The peer's process or its host may "
+                "have died, or the network between them is down.",
+                comm_->rank, what, peer, api_->statusString(status));
+  markCommFailed(comm_, ncclRemoteError, text, /*cause=*/false);
+  BRAID_WARN("%s", text);
+}
+
+ncclResult_t UcxNetImpl::start() {
+  const int n = comm_->nRanks, me = comm_->rank;
+  std::string failure;  // why this rank cannot use UCX: sent instead of an address
+  ucp_address_t* address = nullptr;
+  size_t addressBytes = 0;
+  if (failure.empty()) {
+    ucp_config_t* config = nullptr;
+    ucs_status_t s = api_->configRead(nullptr, nullptr, &config);
+    std::string ifName;
+    SocketAddress unused{};
+    // The bootstrap's interface (NCCL_SOCKET_IFNAME's rules) is UCX's too, unless the user chose.
+    if (s == UCS_OK && env::get("UCX_NET_DEVICES") == nullptr && findBootstrapAddress(&unused, &ifName) == ncclSuccess &&
+        ifName != "lo")
+      s = api_->configModify(config, "NET_DEVICES", ifName.c_str());
+    ucp_params_t params{};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES;
+    params.features = UCP_FEATURE_TAG;
+    if (s == UCS_OK) s = api_->initVersion(UCP_API_MAJOR, UCP_API_MINOR, &params, config, &context_);
+    if (config) api_->configRelease(config);
+    ucp_worker_params_t wp{};
+    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // made here, then used by the proxy thread alone
+    if (s == UCS_OK) s = api_->workerCreate(context_, &wp, &worker_);
+    if (s == UCS_OK) s = api_->workerGetAddress(worker_, &address, &addressBytes);
+    if (s != UCS_OK) failure = std::string("UCX could not start: ") + api_->statusString(s);
+    BRAID_INFO(kNet | kInit, "rank %d: UCX %s%s%s (net device %s)", me, api_->versionString(), failure.empty() ? "" : ": ",
+               failure.c_str(), ifName.empty() ? "as UCX chooses" : ifName.c_str());
+  }
+  Exchange ex;
+  ncclResult_t rc = exchange(comm_, failure, address, addressBytes, &ex);
+  if (address) api_->workerReleaseAddress(worker_, address);
+  BRAID_CHECK(rc);
+  for (int r = 0; r < n; ++r) {
+    if (comm_->peers[r].hostHash == comm_->peers[me].hostHash) continue;
+    PeerLink& link = links_[r];
+    link.net = this;
+    link.peer = r;
+    ucp_ep_params_t ep{};
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep.address = reinterpret_cast<const ucp_address_t*>(ex.address(r));
+    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    ep.err_handler.cb = errorCallback;
+    ep.err_handler.arg = &link;
+    BRAID_CHECK(checkUcs(api_, me, "endpoint creation", api_->epCreate(worker_, &ep, &link.ep)));
+  }
+  proxy_ = std::thread([this] { run(); });
+  return ncclSuccess;
+}
+
+ncclResult_t UcxNetImpl::add(int channel, int peer, void* fifo, bool send) {
+  if (channel < 0 || channel >= kMaxChannels || links_[peer].ep == nullptr)
+    return fail(ncclInternalError, "rank %d: no UCX connection for channel %d to rank %d", comm_->rank, channel, peer);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto fill = [&](auto& conns, auto& fresh) {
+    auto& c = conns.emplace_back();
+    c.channel = channel;
+    c.peer = peer;
+    c.fifo = fifo;
+    fresh.push_back(&c);
+  };
+  if (send) fill(sends_, newSends_);
+  else fill(recvs_, newRecvs_);
+  return ncclSuccess;
+}
+
+bool UcxNetImpl::finished(Pending& p, ucs_status_t* status, ucp_tag_recv_info_t* info) {
+  if (p.request == nullptr) {
+    *status = UCS_OK;
+    return true;
+  }
+  ucs_status_t s = info ? api_->tagRecvRequestTest(p.request, info) : api_->requestCheckStatus(p.request);
+  if (s == UCS_INPROGRESS) return false;
+  api_->requestFree(p.request);
+  p.request = nullptr;
+  *status = s;
+  return true;
+}
+
+// Posted with a result: nullptr (done at once), an error, or a request to poll.
+bool posted(const ucx::Api* api, ucs_status_ptr_t r, Pending* p, ucs_status_t* error) {
+  p->posted = true;
+  if (UCS_PTR_IS_ERR(r)) {
+    *error = UCS_PTR_STATUS(r);
+    p->posted = false;
+    return false;
+  }
+  p->request = r;
+  (void)api;
+  return true;
+}
+
+bool UcxNetImpl::progressSend(SendConn& c) {
+  if (c.failed || links_[c.peer].failed.load()) return false;
+  FifoControl* ctl = FifoLayout::control(c.fifo);
+  bool moved = false;
+  ucs_status_t s = UCS_OK;
+  // Credits: the receiver's head, in order.
+  if (c.creditRecv.posted && finished(c.creditRecv, &s, &c.creditInfo)) {
+    c.creditRecv.posted = false;
+    if (s != UCS_OK) {
+      failConn(c.peer, "receiving credits", s);
+      c.failed = true;
+      return true;
+    }
+    c.remoteHead = std::max(c.remoteHead, c.credit);
+    moved = true;
+  }
+  if (!c.creditRecv.posted) {
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_RECV_INFO;
+    p.recv_info.tag_info = &c.creditInfo;
+    if (!posted(api_, api_->tagRecvNbx(worker_, &c.credit, sizeof c.credit, tagOf(kCredit, c.channel, c.peer, 0), kFullMask, &p),
+                &c.creditRecv, &s)) {
+      failConn(c.peer, "posting a credit receive", s);
+      c.failed = true;
+      return true;
+    }
+  }
+  // Slots the engine posted, as far as the receiver has room.
+  const uint64_t tail = ctl->tail.load(std::memory_order_acquire);
+  while (c.sent < tail && c.sent < c.remoteHead + kFifoSlots) {
+    const int i = static_cast<int>(c.sent % kFifoSlots);
+    c.iov[i][0] = {&ctl->headers[i], sizeof(SlotHeader)};
+    c.iov[i][1] = {FifoLayout::slot(c.fifo, c.sent), static_cast<size_t>(ctl->headers[i].bytes)};
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+    p.datatype = ucp_dt_make_iov();
+    if (!posted(api_, api_->tagSendNbx(links_[c.peer].ep, c.iov[i], 2, tagOf(kData, c.channel, comm_->rank, c.sent), &p),
+                &c.sends[i], &s)) {
+      failConn(c.peer, "sending", s);
+      c.failed = true;
+      return true;
+    }
+    ++c.sent;
+    moved = true;
+  }
+  // Completed sends free their slots, in order.
+  while (c.completed < c.sent) {
+    Pending& p = c.sends[c.completed % kFifoSlots];
+    if (!finished(p, &s)) break;
+    p.posted = false;
+    if (s != UCS_OK) {
+      failConn(c.peer, "a send", s);
+      c.failed = true;
+      return true;
+    }
+    ++c.completed;
+    ctl->head.store(c.completed, std::memory_order_release);
+    moved = true;
+  }
+  return moved;
+}
+
+bool UcxNetImpl::progressRecv(RecvConn& c) {
+  if (c.failed) return false;
+  const bool linkUp = !links_[c.peer].failed.load();
+  FifoControl* ctl = FifoLayout::control(c.fifo);
+  bool moved = false;
+  ucs_status_t s = UCS_OK;
+  const uint64_t head = ctl->head.load(std::memory_order_acquire);
+  // Free slots get a receive each, for exactly the message that fills them.
+  while (c.posted < head + kFifoSlots) {
+    const int i = static_cast<int>(c.posted % kFifoSlots);
+    c.iov[i][0] = {&ctl->headers[i], sizeof(SlotHeader)};
+    c.iov[i][1] = {FifoLayout::slot(c.fifo, c.posted), kFifoSlotBytes};
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_RECV_INFO;
+    p.datatype = ucp_dt_make_iov();
+    p.recv_info.tag_info = &c.info[i];  // required by ucp_tag_recv_request_test; not read
+    if (!posted(api_, api_->tagRecvNbx(worker_, c.iov[i], 2, tagOf(kData, c.channel, c.peer, c.posted), kFullMask, &p),
+                &c.recvs[i], &s)) {
+      failConn(c.peer, "posting a receive", s);
+      c.failed = true;
+      return true;
+    }
+    ++c.posted;
+    moved = true;
+  }
+  while (c.done < c.posted) {
+    const int i = static_cast<int>(c.done % kFifoSlots);
+    Pending& p = c.recvs[i];
+    if (!finished(p, &s, &c.info[i])) break;
+    p.posted = false;
+    // UCX reports a message longer than the slot as truncated; a shorter one is the engine's
+    // to judge (the header's byte count and signature against the call it runs).
+    if (s != UCS_OK) {
+      failConn(c.peer, "a receive", s);
+      c.failed = true;
+      return true;
+    }
+    ++c.done;
+    ctl->tail.store(c.done, std::memory_order_release);
+    moved = true;
+  }
+  // What the engine consumed goes back as credit, one message in flight at a time.
+  if (c.creditSend.posted && finished(c.creditSend, &s)) {
+    c.creditSend.posted = false;
+    if (s != UCS_OK && !links_[c.peer].failed.load()) {  // a gone peer needs no credit; its data still counts
+      failConn(c.peer, "sending credits", s);
+      c.failed = true;
+      return true;
+    }
+  }
+  if (linkUp && !c.creditSend.posted && head > c.creditSent) {
+    c.creditOut = head;
+    ucp_request_param_t p{};
+    if (!posted(api_, api_->tagSendNbx(links_[c.peer].ep, &c.creditOut, sizeof c.creditOut,
+                                       tagOf(kCredit, c.channel, comm_->rank, 0), &p),
+                &c.creditSend, &s)) {
+      failConn(c.peer, "sending credits", s);
+      c.failed = true;
+      return true;
+    }
+    c.creditSent = head;
+    moved = true;
+  }
+  return moved;
+}
+
+// What the engine posted and the proxy has not yet sent or seen completed: a send step ends
+// when its slot is written, so a rank may destroy its communicator before its last slots left.
+bool UcxNetImpl::sendsDrained() const {
+  for (const SendConn* c : activeSends_)
+    if (!c->failed && !links_[c->peer].failed.load() &&
+        (c->completed < c->sent || c->sent < FifoLayout::control(c->fifo)->tail.load(std::memory_order_acquire)))
+      return false;
+  return true;
+}
+
+void UcxNetImpl::run() {
+  uint64_t idle = 0;
+  Clock::time_point drainEnd{};
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      activeSends_.insert(activeSends_.end(), newSends_.begin(), newSends_.end());
+      activeRecvs_.insert(activeRecvs_.end(), newRecvs_.begin(), newRecvs_.end());
+      newSends_.clear();
+      newRecvs_.clear();
+    }
+    if (stop_.load(std::memory_order_acquire)) {
+      // Destroy: what the engine posted still goes out (bounded: the receiver may be gone).
+      if (abort_.load() || sendsDrained()) break;
+      if (drainEnd == Clock::time_point{}) drainEnd = Clock::now() + std::chrono::seconds(5);
+      if (Clock::now() > drainEnd) {
+        BRAID_WARN("rank %d: UCX: slots still unsent 5 s after close began; dropped", comm_->rank);
+        break;
+      }
+    }
+    bool moved = false;
+    for (int k = 0; k < 16 && api_->workerProgress(worker_) != 0; ++k) moved = true;
+    for (SendConn* c : activeSends_) moved |= progressSend(*c);
+    for (RecvConn* c : activeRecvs_) moved |= progressRecv(*c);
+    if (moved) {
+      idle = 0;
+      continue;
+    }
+    // Nothing to do: the engine's threads may share our cores.
+    if (++idle < 64) continue;
+    if (idle < 4096) sched_yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(idle < 65536 ? 5 : 50));
+  }
+  shutdown();
+}
+
+// Every request ended (cancelled receives, flushed or dropped sends), the endpoints closed,
+// the worker and context released; each wait bounded.
+void UcxNetImpl::shutdown() {
+  const bool abort = abort_.load();
+  auto until = [&](double seconds, const auto& done) {
+    const auto end = Clock::now() + std::chrono::duration<double>(seconds);
+    while (!done() && Clock::now() < end) api_->workerProgress(worker_);
+    return done();
+  };
+  std::vector<Pending*> all;
+  for (SendConn* c : activeSends_) {
+    for (Pending& p : c->sends) all.push_back(&p);
+    all.push_back(&c->creditRecv);
+    if (c->creditRecv.request) api_->requestCancel(worker_, c->creditRecv.request);
+  }
+  for (RecvConn* c : activeRecvs_) {
+    for (Pending& p : c->recvs) {
+      all.push_back(&p);
+      if (p.request) api_->requestCancel(worker_, p.request);
+    }
+    all.push_back(&c->creditSend);
+  }
+  auto allDone = [&] {
+    ucs_status_t s;
+    bool done = true;
+    for (Pending* p : all)
+      if (p->request && !finished(*p, &s)) done = false;
+    return done;
+  };
+  if (!until(abort ? 0.2 : 5.0, allDone))
+    BRAID_WARN("rank %d: UCX requests still running at close; they are dropped", comm_->rank);
+  for (Pending* p : all)  // still running: cancelled and released unfinished
+    if (p->request) {
+      api_->requestCancel(worker_, p->request);
+      api_->requestFree(p->request);
+      p->request = nullptr;
+    }
+  std::vector<void*> closing;
+  for (PeerLink& link : links_) {
+    if (link.ep == nullptr) continue;
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    p.flags = abort || link.failed.load() ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    ucs_status_ptr_t r = api_->epCloseNbx(link.ep, &p);
+    if (r != nullptr && !UCS_PTR_IS_ERR(r)) closing.push_back(r);
+    link.ep = nullptr;
+  }
+  auto closed = [&] {
+    for (void*& r : closing)
+      if (r && api_->requestCheckStatus(r) != UCS_INPROGRESS) {
+        api_->requestFree(r);
+        r = nullptr;
+      }
+    return std::all_of(closing.begin(), closing.end(), [](void* r) { return r == nullptr; });
+  };
+  if (!until(abort ? 0.2 : 2.0, closed)) {
+    BRAID_WARN("rank %d: UCX endpoints still closing at close; released", comm_->rank);
+    for (void* r : closing)
+      if (r) api_->requestFree(r);
+  }
+  api_->workerDestroy(worker_);
+  worker_ = nullptr;
+  api_->cleanup(context_);
+  context_ = nullptr;
+}
+
+void UcxNetImpl::close(bool abort) {
+  if (closed_.exchange(true)) return;
+  abort_.store(abort);
+  stop_.store(true, std::memory_order_release);
+  if (proxy_.joinable()) {
+    proxy_.join();
+  } else if (worker_ != nullptr || context_ != nullptr) {  // start() failed before the proxy began
+    for (PeerLink& link : links_)
+      if (link.ep) {
+        ucp_request_param_t p{};
+        p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        p.flags = UCP_EP_CLOSE_FLAG_FORCE;
+        ucs_status_ptr_t r = api_->epCloseNbx(link.ep, &p);
+        if (r != nullptr && !UCS_PTR_IS_ERR(r)) api_->requestFree(r);
+        link.ep = nullptr;
+      }
+    if (worker_) api_->workerDestroy(worker_);
+    if (context_) api_->cleanup(context_);
+    worker_ = nullptr;
+    context_ = nullptr;
+  }
+}
+
+}  // namespace
+
+ncclResult_t UcxNet::create(ncclComm* comm, std::shared_ptr<UcxNet>* out) {
+  out->reset();
+  std::string why;
+  const ucx::Api* api = ucx::api(&why);
+  if (comm->nRanks > kMaxRanks)
+    return fail(ncclInvalidUsage, "rank %d: UCX connections carry at most %d ranks; this communicator has %d", comm->rank,
+                kMaxRanks, comm->nRanks);
+  if (api == nullptr) {  // still joins the exchange, which fails on every rank, naming this one
+    Exchange ex;
+    return exchange(comm, why, nullptr, 0, &ex);
+  }
+  auto net = std::make_shared<UcxNetImpl>(comm, api);
+  ncclResult_t rc = net->start();
+  if (rc != ncclSuccess) {
+    net->close(true);
+    return rc;
+  }
+  *out = net;
+  return ncclSuccess;
+}
+
+#endif
+
+}  // namespace braid::transport
