@@ -382,13 +382,22 @@ void Liveness::handleNotice(int from, const Notice& n) {
 
 void Liveness::readNotice(int peer) {
   Notice n;
+  errno = 0;
   ncclResult_t rc = recvAll(in_[peer], &n, sizeof(n), deadlineIn(1.0), nullptr);
   if (rc == ncclSuccess) {
     handleNotice(peer, n);
     return;
   }
+  const int err = errno;
   closeFd(in_[peer]);
-  if (state(peer) == PeerState::Alive) peerLost(peer, kDied, "died (its connection closed)", true);
+  // A closed connection is a death on this host; silence past the keepalive is a host or a
+  // network that is down (the rank may still run, but cannot take part any more).
+  if (state(peer) == PeerState::Alive)
+    peerLost(peer, kDied,
+             err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH
+                 ? "stopped answering (TCP keepalive timed out: its host, or the network to it, is down)"
+                 : "died (its connection closed)",
+             true);
 }
 
 void Liveness::acceptPending() {

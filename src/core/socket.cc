@@ -258,7 +258,8 @@ ncclResult_t recvAll(int fd, void* data, size_t size, Deadline deadline, const s
     if (n == 0) return ncclRemoteError;
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
-      if (errno == ECONNRESET) return ncclRemoteError;
+      // The peer is gone or unreachable (keepalive timed out): the caller says so; errno stays.
+      if (errno == ECONNRESET || errno == ETIMEDOUT || errno == EHOSTUNREACH || errno == ENETUNREACH) return ncclRemoteError;
       return fail(ncclSystemError, "bootstrap: recv failed: %s", std::strerror(errno));
     }
     p += n;
