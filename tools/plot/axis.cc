@@ -48,7 +48,7 @@ std::string formatNumber(double v) {
       std::snprintf(buf, sizeof buf, "%.2ge%d", m, e);
     return buf;
   }
-  std::snprintf(buf, sizeof buf, "%.4g", v);
+  std::snprintf(buf, sizeof buf, "%.6g", v);  // 6 digits: 10000 stays "10000", not "1e+04"
   return buf;
 }
 

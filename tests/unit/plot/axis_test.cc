@@ -69,6 +69,8 @@ TEST(Axis, Formats) {
   EXPECT_EQ(formatNumber(0), "0");
   EXPECT_EQ(formatNumber(12.5), "12.5");
   EXPECT_EQ(formatNumber(1000), "1000");
+  EXPECT_EQ(formatNumber(1e4), "10000");
+  EXPECT_EQ(formatNumber(0.1 + 0.2), "0.3");
   EXPECT_EQ(formatNumber(1e5), "1e5");
   EXPECT_EQ(formatNumber(2.5e6), "2.5e6");
   EXPECT_EQ(formatNumber(1e-4), "1e-4");
