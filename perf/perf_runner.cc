@@ -96,8 +96,8 @@ class BenchmarkRank {
   }
 
   int run() {
-    resolveMemory();
     watchdog_ = std::make_unique<Watchdog>(o_.timeoutSeconds, s_.rank);  // also covers the destructor's destroy
+    resolveMemory();
     if (check::hasRoot(o_.coll) && o_.root >= s_.nRanks)
       throw PerfError("root " + std::to_string(o_.root) + " is out of range for " + std::to_string(s_.nRanks) +
                           " ranks",
