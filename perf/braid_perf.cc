@@ -1,9 +1,11 @@
 // braid-perf: nccl-tests-style benchmark and checker for any NCCL-compatible library.
 //
-//   braid-perf [flags]              starts -np N local ranks (default 4) of itself
+//   braid-perf [flags]              runs -np N local ranks (default 4): as threads of this
+//                                   process or as processes (--ranks; chooseRankLayout)
 //   mpirun -np N braid-perf [flags] runs as one rank per process
 //
-// Ranks are this same program, re-executed through the launcher with BRAID_LAUNCH_* set.
+// Rank processes are this same program, re-executed through the launcher with BRAID_LAUNCH_* set.
+#include <cuda_runtime.h>
 #include <unistd.h>
 
 #include <climits>
@@ -18,15 +20,17 @@
 #include "perf/perf_args.h"
 #include "perf/perf_errors.h"
 #include "perf/perf_launch_mode.h"
+#include "perf/perf_json_read.h"
 #include "perf/perf_mpi.h"
+#include "perf/perf_rank_layout.h"
 #include "perf/perf_runner.h"
+#include "perf/perf_thread_ranks.h"
 #include "tests/common/rank_env.h"
 #include "tests/launcher/launcher.h"
 
 namespace braid::perf {
 namespace {
 
-constexpr int kDefaultLocalRanks = 4;
 volatile std::sig_atomic_t gCancel = 0;
 
 void onStopSignal(int) { gCancel = 1; }
@@ -39,8 +43,8 @@ std::string selfPath(const char* argv0) {
   return path;
 }
 
-// Parent mode: start the ranks, stream rank 0's output, report the others' failures.
-int runLocalRanks(const PerfOptions& options, const char* argv0) {
+// Parent mode with processes: start the ranks, stream rank 0's output, report the others' failures.
+int runLocalRanks(const PerfOptions& options, int nRanks, const char* argv0) {
   ncclUniqueId id{};
   ncclResult_t result = ncclGetUniqueId(&id);
   if (result != ncclSuccess) {
@@ -48,7 +52,7 @@ int runLocalRanks(const PerfOptions& options, const char* argv0) {
     return kExitFailure;
   }
   test::LaunchSpec spec;
-  spec.nRanks = options.launchRanks > 0 ? options.launchRanks : kDefaultLocalRanks;
+  spec.nRanks = nRanks;
   spec.argv.push_back(selfPath(argv0));
   spec.argv.insert(spec.argv.end(), options.rankArgs.begin(), options.rankArgs.end());
   spec.uniqueIdHex = test::uniqueIdToHex(id);
@@ -79,15 +83,28 @@ int runLocalRanks(const PerfOptions& options, const char* argv0) {
     std::fprintf(stderr, "braid-perf: cannot start the ranks: %s\n", e.what());
     return kExitFailure;
   }
-  bool wrongOnly = true, allGood = true;
+  std::vector<int> exits;
   for (const auto& r : results) {
-    if (test::succeeded(r)) continue;
-    allGood = false;
-    if (r.exitCode != kExitWrongResults) wrongOnly = false;
+    if (test::succeeded(r)) {
+      exits.push_back(0);
+      continue;
+    }
+    exits.push_back(r.exitCode >= 0 && !r.timedOut ? r.exitCode : kExitFailure);  // a signal or a hang: failure
     std::fprintf(stderr, "braid-perf: rank %d %s\n", r.rank, test::describeEnd(r).c_str());
   }
-  if (allGood) return 0;
-  return wrongOnly ? kExitWrongResults : kExitFailure;
+  return combineRankExits(exits);
+}
+
+// Parent mode: threads or processes (--ranks, else chooseRankLayout's rule).
+int runParent(const PerfOptions& options, char** argv, int argc) {
+  int gpus = 0;
+  // Only when the choice depends on it: the CUDA runtime is then initialised before the launcher
+  // forks, which is safe because the children only exec.
+  if (options.ranksAs == RanksAs::Auto && options.memory != MemoryKind::Host && cudaGetDeviceCount(&gpus) != cudaSuccess)
+    gpus = 0;
+  const RankLayout layout = chooseRankLayout(options.launchRanks, options.ranksAs, options.memory, gpus);
+  if (layout.threads) return runThreadRanks(options, layout.nRanks, std::vector<std::string>(argv, argv + argc));
+  return runLocalRanks(options, layout.nRanks, argv[0]);
 }
 
 // Under mpirun: the unique id from NCCL_COMM_ID on every rank, or rank 0's through MPI_Bcast.
@@ -143,10 +160,22 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "braid-perf: %s\n", error.c_str());
     return kExitUsage;
   }
-  if (context.mode == LaunchMode::Parent) return runLocalRanks(options, argv[0]);
+  if (!options.plotComparePath.empty()) {  // before the run, not after it
+    ReportSeries other;
+    if (!loadReportSeries(options.plotComparePath, &other, &error)) {
+      std::fprintf(stderr, "braid-perf: --plot-compare: %s\n", error.c_str());
+      return kExitUsage;
+    }
+  }
+  if (context.mode == LaunchMode::Parent) return runParent(options, argv, argc);
   if (options.launchRanks > 0) {
     std::fprintf(stderr, "braid-perf: -np starts local ranks; it cannot be used when %s already makes this a rank\n",
                  context.source.c_str());
+    return kExitUsage;
+  }
+  if (options.ranksAs == RanksAs::Threads) {
+    std::fprintf(stderr, "braid-perf: --ranks threads runs the ranks in one process; %s already makes this process "
+                 "one rank (run braid-perf without mpirun or braid-launch)\n", context.source.c_str());
     return kExitUsage;
   }
 

@@ -22,7 +22,8 @@ const std::vector<FlagSpec>& flagSpecs() {
       {"w", "warmup_iters"}, {"m", "agg_iters"}, {"c", "check"}, {"o", "op"}, {"d", "datatype"},
       {"r", "root"}, {"z", "blocking"}, {"y", "stream_null"}, {"T", "timeout"}, {"G", "cudagraph"},
       {"C", "report_cputime"}, {"a", "average"}, {"t", "nthreads"}, {"g", "ngpus"}, {"p", "parallel_init"},
-      {"np", "np"}, {"", "coll"}, {"", "memory"}, {"", "json"}, {"h", "help", false}};
+      {"np", "np"}, {"", "ranks"}, {"", "coll"}, {"", "memory"}, {"", "json"}, {"", "plot"}, {"", "plot-compare"},
+      {"h", "help", false}};
   return specs;
 }
 
@@ -106,7 +107,7 @@ std::optional<std::string> applyFlag(const std::string& name, const std::string&
   } else if (name == "nthreads" || name == "ngpus") {
     int n;
     if (auto error = intFlag(value, 1, 1, name == "nthreads" ? "-t" : "-g", &n))
-      return *error + ": braid-perf runs one rank per process; use -np N or mpirun for more ranks";
+      return *error + ": braid-perf runs one rank per process or thread; use -np N (and --ranks) or mpirun for more ranks";
   } else if (name == "parallel_init") {
     int ignored;
     return intFlag(value, 0, 1, "-p", &ignored);  // one rank per process: always "parallel"
@@ -123,6 +124,19 @@ std::optional<std::string> applyFlag(const std::string& name, const std::string&
       o.memory = MemoryKind::Device;
     else
       return "--memory wants host or device, got '" + value + "'";
+  } else if (name == "ranks") {
+    if (value == "threads")
+      o.ranksAs = RanksAs::Threads;
+    else if (value == "processes")
+      o.ranksAs = RanksAs::Processes;
+    else
+      return "--ranks wants threads or processes, got '" + value + "'";
+  } else if (name == "plot") {
+    if (value.empty()) return "--plot wants a file name (FILE.png)";
+    o.plotPath = value;
+  } else if (name == "plot-compare") {
+    if (value.empty()) return "--plot-compare wants a JSON report (braid-perf --json)";
+    o.plotComparePath = value;
   } else if (name == "json") {
     if (value.empty()) return "--json wants a file name";
     o.jsonPath = value;
@@ -202,7 +216,7 @@ ParseResult parseArgs(const std::vector<std::string>& args) {
       result.error = *error;
       return result;
     }
-    if (spec->longName != "np") {
+    if (spec->longName != "np" && spec->longName != "ranks") {
       o.rankArgs.push_back(arg);
       if (spec->takesValue && !inlineValue) o.rankArgs.push_back(value);
     }
@@ -214,6 +228,10 @@ ParseResult parseArgs(const std::vector<std::string>& args) {
   }
   if (o.stepFactor <= 1 && o.stepBytes == 0 && o.minBytes != o.maxBytes) {
     result.error = "-i 0 with -f 1 would never reach maxbytes";
+    return result;
+  }
+  if (!o.plotComparePath.empty() && o.plotPath.empty()) {
+    result.error = "--plot-compare " + o.plotComparePath + " needs --plot FILE.png to draw into";
     return result;
   }
   if (o.graphLaunches > 0 && o.memory == MemoryKind::Host) {
@@ -235,6 +253,14 @@ std::vector<size_t> sizeSteps(const PerfOptions& o) {
   return sizes;
 }
 
+const char* ranksAsName(RanksAs how) {
+  switch (how) {
+    case RanksAs::Threads: return "threads";
+    case RanksAs::Processes: return "processes";
+    default: return "auto";
+  }
+}
+
 const char* memoryKindName(MemoryKind kind) {
   switch (kind) {
     case MemoryKind::Host: return "host";
@@ -249,8 +275,14 @@ std::string usage(const std::string& program) {
          "  --coll NAME               allreduce (default), allgather, reducescatter, broadcast, reduce,\n"
          "                            alltoall, gather, scatter, sendrecv\n"
          "  -np N                     start N local ranks (default 4 when not under mpirun)\n"
+         "  --ranks threads|processes how to run those ranks (default: threads of this process when\n"
+         "                            they use device memory and there are fewer GPUs than ranks, so\n"
+         "                            that ranks sharing a GPU need no MPS; else one process per rank)\n"
          "  --memory host|device      buffers (default: device if a GPU is visible, else host)\n"
          "  --json FILE               also write the results as JSON (rank 0)\n"
+         "  --plot FILE.png           draw time and bus bandwidth against size, a series per type/op\n"
+         "  --plot-compare OTHER.json draw another run's series beside (its --json report; e.g. the\n"
+         "                            same program on the real NCCL through LD_LIBRARY_PATH)\n"
          "  -b,--minbytes SIZE        smallest message (default 8; K, M, G suffixes)\n"
          "  -e,--maxbytes SIZE        largest message (default 64M)\n"
          "  -f,--stepfactor N         multiply the size by N each step (default 2)\n"

@@ -1,5 +1,5 @@
 // braid-perf's command line: nccl-tests' flags (same letters, long names and defaults where
-// they make sense here) plus --coll, -np, --memory and --json.
+// they make sense here) plus --coll, -np, --ranks, --memory, --json, --plot and --plot-compare.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -12,6 +12,9 @@
 namespace braid::perf {
 
 enum class MemoryKind { Auto, Host, Device };
+// How braid-perf runs the local ranks it starts itself (--ranks): chosen by chooseRankLayout
+// (perf_rank_layout.h) unless given.
+enum class RanksAs { Auto, Threads, Processes };
 
 struct PerfOptions {
   check::Collective coll = check::Collective::AllReduce;
@@ -33,10 +36,13 @@ struct PerfOptions {
   bool reportCpuTime = false;     // -C: time until the calls return, not until completion
   int average = 1;                // -a: time across ranks: 0 rank 0, 1 mean, 2 min, 3 max
   int launchRanks = 0;            // -np: start this many local ranks (0: not given)
+  RanksAs ranksAs = RanksAs::Auto;  // --ranks threads|processes
   MemoryKind memory = MemoryKind::Auto;  // --memory host|device
   std::string jsonPath;           // --json FILE
+  std::string plotPath;           // --plot FILE.png: time and bus bandwidth against size (rank 0)
+  std::string plotComparePath;    // --plot-compare OTHER.json: another run's series beside ours
   bool help = false;              // -h
-  // The arguments without -np N: what the ranks are started with.
+  // The arguments without -np N and --ranks: what rank processes are started with.
   std::vector<std::string> rankArgs;
 };
 
@@ -57,5 +63,6 @@ std::vector<size_t> sizeSteps(const PerfOptions& options);
 
 std::string usage(const std::string& program);
 const char* memoryKindName(MemoryKind kind);
+const char* ranksAsName(RanksAs how);  // "auto", "threads", "processes"
 
 }  // namespace braid::perf

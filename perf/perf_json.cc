@@ -97,6 +97,7 @@ std::string reportJson(const PerfReport& r) {
   Object config;
   config.add("collective", quoted(check::collectiveName(o.coll)))
       .add("nranks", number(static_cast<long long>(r.nRanks)))
+      .add("ranks_as", quoted(r.ranksAs))
       .add("memory", quoted(r.memory))
       .add("minimum_bytes", number(static_cast<long long>(o.minBytes)))
       .add("maximum_bytes", number(static_cast<long long>(o.maxBytes)));
@@ -120,6 +121,7 @@ std::string reportJson(const PerfReport& r) {
   field("start_time", quoted(r.startTime));
   field("args", list(args, "  "));
   field("nccl_version", number(static_cast<long long>(r.ncclVersion)));
+  field("library", quoted(r.library));
   field("config", config.str());
   field("devices", list(devices, "  "));
   field("results", list(rows, "  "));

@@ -26,6 +26,8 @@ struct PerfReport {
   std::string endTime;
   int ncclVersion = 0;  // what ncclGetVersion reported
   int nRanks = 0;
+  std::string ranksAs = "processes";  // "threads" (of one process) or "processes"
+  std::string library;  // the NCCL library measured: "braid", "NCCL 2.28.9" (libraryLabel)
   std::string memory;   // "host" or "device"
   PerfOptions options;
   std::vector<RankInfo> ranks;

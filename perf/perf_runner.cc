@@ -1,18 +1,26 @@
 #include "perf/perf_runner.h"
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
+#include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "perf/perf_collective.h"
 #include "perf/perf_errors.h"
 #include "perf/perf_json.h"
+#include "perf/perf_json_read.h"
 #include "perf/perf_memory.h"
+#include "perf/perf_plot.h"
+#include "perf/perf_rank_layout.h"
 #include "perf/perf_shape.h"
 #include "perf/perf_table.h"
 #include "tests/common/reference.h"
@@ -29,6 +37,52 @@ constexpr int kMismatchReportsPerRank = 5;
 
 double secondsBetween(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
+// -T for one rank: when the rank is not done in time, the process gives up (its other ranks,
+// if they are threads, are stuck with it). Stopped when the rank ends, so that a finished rank
+// (a thread of a longer-lived process) leaves nothing behind.
+class Watchdog {
+ public:
+  Watchdog(int seconds, int rank) {
+    if (seconds <= 0) return;
+    thread_ = std::thread([this, seconds, rank] {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (cv_.wait_for(lock, std::chrono::seconds(seconds), [this] { return stopped_; })) return;
+      std::fprintf(stderr, "braid-perf rank %d: timeout of %d s passed (-T); giving up\n", rank, seconds);
+      std::fflush(stderr);
+      std::fflush(stdout);
+      _exit(kExitFailure);
+    });
+  }
+  ~Watchdog() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopped_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool stopped_ = false;
+  std::thread thread_;
+};
+
+// The file of the library that provides ncclGetVersion, as loaded ("libbraid.so",
+// "libnccl.so.2.28.9" after resolving the libnccl.so.2 link); empty when unknown.
+std::string ncclLibraryFile() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&ncclGetVersion), &info) == 0 || info.dli_fname == nullptr) return "";
+  char resolved[PATH_MAX];
+  const char* path = realpath(info.dli_fname, resolved) != nullptr ? resolved : info.dli_fname;
+  const char* slash = std::strrchr(path, '/');
+  return slash != nullptr ? slash + 1 : path;
+}
+
 class BenchmarkRank {
  public:
   BenchmarkRank(const PerfOptions& options, const RankSetup& setup) : o_(options), s_(setup) {}
@@ -42,8 +96,8 @@ class BenchmarkRank {
   }
 
   int run() {
+    watchdog_ = std::make_unique<Watchdog>(o_.timeoutSeconds, s_.rank);  // also covers the destructor's destroy
     resolveMemory();
-    startWatchdog();
     if (check::hasRoot(o_.coll) && o_.root >= s_.nRanks)
       throw PerfError("root " + std::to_string(o_.root) + " is out of range for " + std::to_string(s_.nRanks) +
                           " ranks",
@@ -107,17 +161,6 @@ class BenchmarkRank {
     info_.device = device_;
     info_.busId = bus;
     info_.deviceName = prop.name;
-  }
-
-  void startWatchdog() const {
-    if (o_.timeoutSeconds <= 0) return;
-    int seconds = o_.timeoutSeconds, rank = s_.rank;
-    std::thread([seconds, rank] {
-      std::this_thread::sleep_for(std::chrono::seconds(seconds));
-      std::fprintf(stderr, "braid-perf rank %d: timeout of %d s passed (-T); giving up\n", rank, seconds);
-      std::fflush(stderr);
-      _exit(kExitFailure);
-    }).detach();
   }
 
   void allocate() {
@@ -188,13 +231,22 @@ class BenchmarkRank {
     if (ncclGetVersion(&version) != ncclSuccess) version = 0;
     report_.ncclVersion = version;
     report_.nRanks = s_.nRanks;
+    report_.ranksAs = s_.threads ? "threads" : "processes";
+    report_.library = libraryLabel(ncclLibraryFile(), version);
     report_.memory = memoryKindName(memory_);
     report_.options = o_;
     report_.args = s_.commandLine;
     print("# braid-perf: " + std::string(check::collectiveName(o_.coll)) + ", " + std::to_string(s_.nRanks) +
           " ranks, " + report_.memory + " memory, NCCL library version " + std::to_string(version));
+    print(ranksLine(report_.ranks, s_.threads));
+    if (!s_.threads && printing()) {
+      auto env = [](const char* name) { return static_cast<const char*>(std::getenv(name)); };
+      if (auto warning = sharedGpuWithoutMpsWarning(report_.ranks, info_.host, mpsControlPipePresent(env)))
+        print(*warning);
+    }
     if (!o_.jsonPath.empty()) print("# Writing JSON output to " + o_.jsonPath);
-    print(parametersLine(o_));
+    if (!o_.plotPath.empty()) print("# Writing the plot to " + o_.plotPath);
+    print(parametersLine(o_, s_.threads ? s_.nRanks : 1));
     if (o_.blocking) print("# Blocking Enabled: wait for completion after each collective");
     print("#");
     print("# Using devices");
@@ -426,10 +478,27 @@ class BenchmarkRank {
       std::string error;
       if (!writeReportJson(o_.jsonPath, report_, &error)) throw PerfError(error, kExitFailure);
     }
+    if (printing() && !o_.plotPath.empty()) writePlot();
+  }
+
+  // --plot: a failure is exit status 3 like a failed --json, after the table has been printed.
+  void writePlot() const {
+    ReportSeries mine;
+    mine.library = report_.library;
+    mine.collective = check::collectiveName(o_.coll);
+    mine.nRanks = s_.nRanks;
+    mine.rows = report_.rows;
+    ReportSeries other;
+    std::string error;
+    if (!o_.plotComparePath.empty() && !loadReportSeries(o_.plotComparePath, &other, &error))
+      throw PerfError("--plot-compare: " + error, kExitFailure);
+    if (!plot::writePng(perfPlotPanels(mine, o_.plotComparePath.empty() ? nullptr : &other), o_.plotPath, &error))
+      throw PerfError("--plot: " + error, kExitFailure);
   }
 
   const PerfOptions& o_;
   const RankSetup& s_;
+  std::unique_ptr<Watchdog> watchdog_;  // stopped last, after the communicator is gone
   MemoryKind memory_ = MemoryKind::Host;
   int device_ = -1;
   cudaStream_t stream_ = nullptr;

@@ -23,12 +23,12 @@ std::string formatNumber(double value, int width) {
   return printfString("%*.1e", width, value);
 }
 
-std::string parametersLine(const PerfOptions& o) {
+std::string parametersLine(const PerfOptions& o, int threads) {
   bool factor = o.stepFactor > 1;
   return printfString(
-      "# nThread 1 nGpus 1 minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %d agg iters: %d "
+      "# nThread %d nGpus 1 minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %d agg iters: %d "
       "validation: %d graph: %d",
-      o.minBytes, o.maxBytes, factor ? o.stepFactor : o.stepBytes, factor ? "factor" : "bytes", o.warmupIters, o.iters,
+      threads, o.minBytes, o.maxBytes, factor ? o.stepFactor : o.stepBytes, factor ? "factor" : "bytes", o.warmupIters, o.iters,
       o.aggIters, o.checkIters, o.graphLaunches);
 }
 

@@ -22,8 +22,9 @@ struct Measurement {
 // scientific notation when even the integer part does not fit.
 std::string formatNumber(double value, int width);
 
-// The run's parameters, as nccl-tests' first line ("# nThread 1 nGpus 1 minBytes ...").
-std::string parametersLine(const PerfOptions& options);
+// The run's parameters, as nccl-tests' first line ("# nThread 1 nGpus 1 minBytes ..."). Ranks as
+// threads of one process, a GPU each, are what nccl-tests calls -t N -g 1: "nThread N nGpus 1".
+std::string parametersLine(const PerfOptions& options, int threads = 1);
 // Who a rank is and where it runs; device -1 for host memory.
 struct RankInfo {
   int rank = 0;

@@ -109,7 +109,7 @@ TEST(PerfArgs, RejectsBadInput) {
   EXPECT_NE(parseError({"-n", "0"}).find("-n"), std::string::npos);
   EXPECT_NE(parseError({"-n", "abc"}).find("-n"), std::string::npos);
   EXPECT_NE(parseError({"-z", "2"}).find("-z"), std::string::npos);
-  EXPECT_NE(parseError({"-g", "2"}).find("one rank per process"), std::string::npos);
+  EXPECT_NE(parseError({"-g", "2"}).find("one rank per process or thread"), std::string::npos);
   EXPECT_NE(parseError({"-np", "0"}).find("-np"), std::string::npos);
   EXPECT_NE(parseError({"-b"}).find("needs a value"), std::string::npos);
   EXPECT_NE(parseError({"--memory", "gpu"}).find("--memory"), std::string::npos);
