@@ -19,15 +19,10 @@
 #include "core/log.h"
 #include "core/socket.h"
 #include "transport/host_fifo.h"
+#include "transport/select.h"
 #include "transport/ucx_api.h"
 
 namespace braid::transport {
-
-bool needsNetwork(const ncclComm* comm) {
-  for (const PeerInfo& p : comm->peers)
-    if (p.hostHash != comm->peers[comm->rank].hostHash) return true;
-  return false;
-}
 
 #if !BRAID_HAVE_UCX
 
@@ -226,7 +221,7 @@ ncclResult_t UcxNetImpl::start() {
   if (address) api_->workerReleaseAddress(worker_, address);
   BRAID_CHECK(rc);
   for (int r = 0; r < n; ++r) {
-    if (comm_->peers[r].hostHash == comm_->peers[me].hostHash) continue;
+    if (localityOf(comm_->peers[me], comm_->peers[r]) != Locality::OtherHost) continue;
     PeerLink& link = links_[r];
     link.net = this;
     link.peer = r;

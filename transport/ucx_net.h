@@ -16,12 +16,10 @@ struct ncclComm;
 
 namespace braid::transport {
 
-// Whether some rank of `comm` runs on another host (by PeerInfo::hostHash).
-bool needsNetwork(const ncclComm* comm);
-
 class UcxNet {
  public:
-  // Collective over the communicator's bootstrap, on every rank when needsNetwork(): UCX
+  // Collective over the communicator's bootstrap, on every rank when some rank is on another
+  // host (transport/select.h needsNetwork): UCX
   // opened (libucp.so.0 at run time), a worker whose address every rank receives, endpoints
   // to the ranks on other hosts, the proxy thread. A rank that cannot start UCX still joins
   // the exchange, so every rank fails together, naming it and why.

@@ -11,6 +11,7 @@
 #include "core/cuda_scope.h"
 #include "core/env.h"
 #include "core/log.h"
+#include "transport/select.h"
 
 namespace braid::api {
 namespace {
@@ -99,10 +100,11 @@ ncclResult_t GpuResources::ensureLinks(algo::Protocol proto, const Links& sends,
   if (newSends.empty() && newRecvs.empty()) return ncclSuccess;
   for (const auto* links : {&newSends, &newRecvs})
     for (const transport::P2pLink& l : *links)
-      if (comm_->peers[l.peer].hostHash != comm_->peers[comm_->rank].hostHash)
+      if (transport::localityOf(comm_->peers[comm_->rank], comm_->peers[l.peer]) == transport::Locality::OtherHost)
         return fail(ncclInvalidUsage,
-                    "rank %d: device-memory collectives with rank %d, on another host, need a network transport "
-                    "(UCX), which braid does not have yet. Fix: keep device-memory communicators within one host.",
+                    "rank %d: device-memory collectives with rank %d, on another host, are not supported yet (braid's "
+                    "UCX transport carries host memory only). Fix: keep device-memory communicators within one host, "
+                    "or use host buffers across hosts.",
                     comm_->rank, l.peer);
   std::vector<transport::P2pPeerInfo> peers;
   for (const PeerInfo& p : comm_->peers) peers.push_back(toP2pInfo(p));

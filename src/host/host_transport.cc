@@ -13,6 +13,7 @@
 #include "core/fault_point.h"
 #include "core/log.h"
 #include "transport/host_fifo.h"
+#include "transport/select.h"
 #include "transport/ucx_net.h"
 
 namespace braid {
@@ -55,17 +56,16 @@ void removeSegmentsOf(const ncclComm* comm, int dead) {
   closedir(d);
 }
 
-bool otherHost(const ncclComm* comm, int peer) {
-  return comm->peers[peer].hostHash != comm->peers[comm->rank].hostHash;
+transport::Locality localityOf(const ncclComm* comm, int peer) {
+  return transport::localityOf(comm->peers[comm->rank], comm->peers[peer]);
 }
+bool otherHost(const ncclComm* comm, int peer) { return localityOf(comm, peer) == transport::Locality::OtherHost; }
 
 // A FIFO in this process's memory: for a peer of this process, and for each end of a
 // connection to another host (its proxy moves the slots, transport/ucx_net.h).
 void* newLocalFifo() { return ::operator new(FifoLayout::kBytes, std::align_val_t(4096), std::nothrow); }
 
-bool sameProcess(const ncclComm* comm, int peer) {
-  return comm->peers[peer].processHash == comm->peers[comm->rank].processHash;
-}
+bool sameProcess(const ncclComm* comm, int peer) { return localityOf(comm, peer) == transport::Locality::SameProcess; }
 
 ncclResult_t mapSegment(const char* name, bool create, void** out) {
   int fd = shm_open(name, create ? (O_CREAT | O_EXCL | O_RDWR) : O_RDWR, 0600);
