@@ -27,7 +27,7 @@ void printTable(FILE* out, const std::vector<std::vector<std::string>>& rows, si
     std::string line = "  ";
     for (size_t c = 0; c < row.size(); ++c) {
       line += row[c];
-      if (c + 1 < row.size()) line += std::string(width[c] + 2 - std::min(width[c] + 2, row[c].size()), ' ');
+      if (c + 1 < row.size()) line += std::string(std::max<size_t>(2, width[c] + 2 - std::min(width[c], row[c].size())), ' ');
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
     std::fprintf(out, "%s\n", line.c_str());
