@@ -1,6 +1,7 @@
 // GPUs: what the CUDA runtime sees (name, bus id, NUMA node, nearest CPUs, memory, SMs, PCIe
 // link), the order CUDA_VISIBLE_DEVICES gives, the topology matrix braid builds (topo/), and the
 // P2P capability of every pair beside the path topo/ found for it.
+#include <algorithm>
 #include <cuda_runtime_api.h>
 
 #include <cstdio>

@@ -1,5 +1,6 @@
 // IOMMU and ACS: whether peer-to-peer and GPUDirect traffic of the GPUs goes through address
 // translation, or is redirected up to the root complex by ACS on the bridges above them.
+#include <algorithm>
 #include <cstdlib>
 
 #include "host_files.h"

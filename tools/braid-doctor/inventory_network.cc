@@ -1,6 +1,7 @@
 // Network: the NICs (Ethernet interfaces and RDMA devices, with PCI address, NUMA node and link
 // rate), whether GPUDirect RDMA can work (nvidia_peermem), and whether UCX has CUDA support
 // (without it braid stages network traffic through pinned host memory).
+#include <algorithm>
 #include <dlfcn.h>
 #include <link.h>
 

@@ -2,6 +2,7 @@
 // closed in a probe process of the doctor's own (bounded, its cufile.log in a temporary folder),
 // and nvidia-fs: loaded means cuFile can read into GPU memory directly, else it runs in
 // compatibility mode (through a host bounce buffer).
+#include <algorithm>
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -107,6 +108,10 @@ void inventoryStorage(const InventoryOptions& opt, Report* r, InventoryFindings*
     return;
   }
   std::string open = valueOf(c.output, "open");
+  if (open == "missing") {
+    addFact(r, "storage", "cuFile driver", valueOf(c.output, "why"), Severity::Warning, "reinstall GPUDirect Storage");
+    return;
+  }
   std::string version = valueOf(c.output, "version");
   if (!version.empty()) addFact(r, "storage", "cuFile version", version);
   if (open == "ok")

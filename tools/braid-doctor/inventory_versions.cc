@@ -1,5 +1,6 @@
 // Versions: the NVIDIA driver, the CUDA runtime the doctor was built with, the toolkit on the
 // machine, braid itself and the real NCCL if one is installed.
+#include <algorithm>
 #include <cuda_runtime_api.h>
 
 #include <chrono>

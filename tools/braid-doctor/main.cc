@@ -78,6 +78,9 @@ int main(int argc, char** argv) {
   mo.braidPerf = findBraidPerf(self);
   mo.skip = cli.skip;
 
+  if (std::find(cli.skip.begin(), cli.skip.end(), "gpus") != cli.skip.end())
+    found.noGpuReason = "the GPUs were not looked at (--skip gpus)";
+
   auto inventory = [&](void (*fn)(const InventoryOptions&, Report*, InventoryFindings*)) {
     return [&, fn](double budget) {
       inv.budgetSeconds = budget;
@@ -117,7 +120,7 @@ int main(int argc, char** argv) {
     if (skipped) {
       addSkip(&report, s.label, "--skip " + s.name);
     } else if (s.measurement && found.cudaDevices == 0) {
-      addSkip(&report, s.label, found.noGpuReason.empty() ? "no CUDA device (the gpus part was skipped)" : found.noGpuReason);
+      addSkip(&report, s.label, found.noGpuReason);
     } else if (budget < 0.2) {
       addSkip(&report, s.label, "no time left in the doctor's " + std::to_string(static_cast<int>(total)) + " s budget");
     } else {

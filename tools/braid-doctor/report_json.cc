@@ -35,7 +35,7 @@ size_t utf8Length(std::string_view s, size_t i) {
 std::string num(double v) {
   if (!std::isfinite(v)) return "null";
   char b[40];
-  std::snprintf(b, sizeof b, "%.17g", v);
+  std::snprintf(b, sizeof b, "%.10g", v);
   return b;
 }
 
