@@ -49,9 +49,12 @@ void driverVersions(Report* r) {
   else {
     Severity s = Severity::Ok;
     std::string verdict = "linked into braid-doctor (static)";
-    if (driver > 0 && driver < runtime) {
+    if (driver > 0 && driver / 1000 < runtime / 1000) {
       s = Severity::Error;
       verdict = "the driver supports CUDA " + cudaVersionString(driver) + " only; fix: update the NVIDIA driver";
+    } else if (driver > 0 && driver < runtime) {
+      verdict = "runs on the older driver of the same major version (minor version compatibility); "
+                "features newer than CUDA " + cudaVersionString(driver) + " are unavailable";
     }
     addFact(r, "versions", "CUDA runtime", cudaVersionString(runtime), s, verdict);
   }
@@ -76,10 +79,10 @@ void realNcclVersion(Report* r, InventoryFindings* found) {
   if (!s.path.empty()) {
     found->realNccl = s.path;
     std::string v = ncclVersionString(s.version);
-    bool abiMatches = s.version / 100 == 228;  // 2.28.x: the ABI braid implements
+    bool abiMatches = s.version >= 22800;  // braid implements 2.28.9's ABI; later 2.x keep it
     addFact(r, "versions", "real NCCL", v + " (" + s.path + ")", abiMatches ? Severity::Ok : Severity::Warning,
             abiMatches ? "used for the comparison with braid"
-                       : "braid implements NCCL 2.28's ABI; the fallback and the comparison expect 2.28.x");
+                       : "older than the NCCL 2.28 ABI braid implements: the fallback and the comparison need 2.28 or later");
   } else if (s.explicitPath) {
     const RealNcclCandidate& c = s.tried.front();
     addFact(r, "versions", "real NCCL", c.path + ": " + c.why, Severity::Warning,
