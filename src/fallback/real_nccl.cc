@@ -67,11 +67,11 @@ bool underSanitizer() {
   return ::dlsym(RTLD_DEFAULT, "__asan_init") != nullptr || ::dlsym(RTLD_DEFAULT, "__tsan_init") != nullptr;
 }
 
+}  // namespace
+
 std::string versionText(int code) {
   return std::to_string(code / 10000) + "." + std::to_string(code / 100 % 100) + "." + std::to_string(code % 100);
 }
-
-}  // namespace
 
 void* RealNccl::symbol(const char* pname) const { return handle ? ::dlsym(handle, pname) : nullptr; }
 

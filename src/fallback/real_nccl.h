@@ -39,6 +39,9 @@ std::vector<std::string> candidatePaths(const EnvLookup& env, const std::string&
 // Why `path` cannot be braid's real NCCL, or "" when it can; on success *out holds it loaded.
 std::string tryLoad(const std::string& path, RealNccl* out);
 
+// "2.28.9" from ncclGetVersion's 22809.
+std::string versionText(int code);
+
 // The process's real NCCL, loaded on the first call (thread-safe), or nullptr; *report (may
 // be null) says which files were tried and why each was refused, or which one was loaded.
 const RealNccl* realNccl(std::string* report = nullptr);

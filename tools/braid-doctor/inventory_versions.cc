@@ -9,7 +9,7 @@
 #include "braid/version.h"
 #include "host_files.h"
 #include "inventory.h"
-#include "real_nccl.h"
+#include "fallback/real_nccl.h"
 #include "report.h"
 #include "subprocess.h"
 
@@ -74,30 +74,34 @@ void toolkitVersion(const InventoryOptions& opt, Report* r) {
     addFact(r, "versions", "CUDA toolkit", nvccRelease(c.output) + " (" + nvcc + ")");
 }
 
+// The real NCCL as braid's fallback finds it (src/fallback/real_nccl.h: the same search, the
+// same refusals), loaded here to ask its version.
 void realNcclVersion(Report* r, InventoryFindings* found) {
-  RealNcclSearch s = findRealNccl(realNcclOptionsFromEnv());
-  if (!s.path.empty()) {
-    found->realNccl = s.path;
-    std::string v = ncclVersionString(s.version);
-    bool abiMatches = s.version >= 22800;  // braid implements 2.28.9's ABI; later 2.x keep it
-    addFact(r, "versions", "real NCCL", v + " (" + s.path + ")", abiMatches ? Severity::Ok : Severity::Warning,
-            abiMatches ? "used for the comparison with braid"
-                       : "older than the NCCL 2.28 ABI braid implements: the fallback and the comparison need 2.28 or later");
-  } else if (s.explicitPath) {
-    const RealNcclCandidate& c = s.tried.front();
-    addFact(r, "versions", "real NCCL", c.path + ": " + c.why, Severity::Warning,
-            "BRAID_NCCL_LIBRARY must name NVIDIA's libnccl.so.2; fix the path or unset it");
+  const char* forced = std::getenv("BRAID_NCCL_LIBRARY");
+  std::vector<std::pair<std::string, std::string>> refused;  // path, why
+  fallback::RealNccl lib;
+  for (const std::string& path : fallback::candidatePaths([](const char* name) { return static_cast<const char*>(std::getenv(name)); })) {
+    std::string why = fallback::tryLoad(path, &lib);
+    if (why.empty()) break;
+    refused.emplace_back(path, why);
+  }
+  if (lib.handle != nullptr) {
+    found->realNccl = lib.path;
+    addFact(r, "versions", "real NCCL", fallback::versionText(lib.version) + " (" + lib.path + ")", Severity::Ok,
+            "used for the comparison with braid");
+    for (const auto& [path, why] : refused)  // before the accepted one: braid's own, old or broken copies
+      addFact(r, "versions", "NCCL candidate", path, Severity::Ok, "refused: " + why);
+  } else if (forced != nullptr && *forced != '\0') {
+    addFact(r, "versions", "real NCCL", refused.front().first + ": " + refused.front().second, Severity::Warning,
+            "BRAID_NCCL_LIBRARY must name NVIDIA's libnccl.so.2 (2.28 or newer); fix the path or unset it");
   } else {
     std::string tried;
-    for (const auto& c : s.tried) tried += (tried.empty() ? "" : "; ") + c.path + ": " + c.why;
+    for (const auto& [path, why] : refused) tried += (tried.empty() ? "" : "; ") + path + ": " + why;
     addFact(r, "versions", "real NCCL", "not found", Severity::Ok,
-            tried.empty() ? "no libnccl.so* in LD_LIBRARY_PATH, the system's, CUDA's or Python's library folders; "
-                            "install NCCL 2.28 to compare braid with it"
+            tried.empty() ? "no libnccl.so.2 in LD_LIBRARY_PATH, ld.so.conf's, CUDA's, the system's or Python's library "
+                            "folders; install NCCL 2.28 to compare braid with it"
                           : "refused: " + tried);
   }
-  if (s.path.empty()) return;
-  for (const auto& c : s.tried)  // refused before the accepted one: braid's own, broken copies
-    if (!c.accepted && !s.explicitPath) addFact(r, "versions", "NCCL candidate", c.path, Severity::Ok, "refused: " + c.why);
 }
 
 }  // namespace
