@@ -5,7 +5,7 @@
 set -eu
 build="$1"; dest="$2"
 rm -rf "$dest"; mkdir -p "$dest"
-for f in libbraid.so tests/launcher/braid-launch tests/mp/mp_rank tests/mp/faults_rank perf/braid-perf tools/braid-topo/braid-topo \
+for f in libbraid.so tests/launcher/braid-launch tests/mp/mp_rank tests/mp/faults_rank perf/braid-perf tools/braid-topo/braid-topo tools/braid-doctor/braid-doctor \
          tests/gpu/gpu_executor_test tests/gpu/gpu_graph_abort_test tests/gpu/gpu_bench_executor \
          tests/gpu/gpu_api_graph_abort tests/gpu/gpu_api_bad_input tests/gpu/gpu_api_async_error tests/gpu/gpu_api_self_sendrecv \
          tests/gpu/gpu_nccl_compare tests/gpu/gpu_call_cost; do

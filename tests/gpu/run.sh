@@ -5,6 +5,7 @@
 #   tests/gpu/run.sh [BUILD_DIR]
 # Environment: BUDGET (seconds for the whole run, default 480), BENCH=quick|full|off (the
 # executor micro-benchmark, default quick), LIMIT_<SECTION> (per-section limits, below),
+# SECTIONS=a,b,... (only these sections; default all),
 # NCCL_REAL_LIB (the real libnccl.so.2; found automatically otherwise).
 #
 # Sections, most important first; each has its own time limit and never outlives the budget:
@@ -17,6 +18,11 @@
 #   faults        tests/gpu/faults_device.sh: a rank killed among device all-reduces (2, 4
 #                 processes), mismatches with BRAID_CHECK_CALLS=1, abort during connection
 #                 setup, a hang report, the call check's cost per 8-byte all-reduce.
+#   doctor        tests/gpu/doctor_device.sh: braid-doctor's full run (JSON, plot) within 60 s,
+#                 its D2D within 15% of cudaMemcpy beside it, pinned H2D above pageable, the IPC
+#                 and storage parts ran, braid's and NCCL's all-reduce rows.
+#   fallback      tests/gpu/fallback_device.sh: BRAID_BACKEND=nccl through braid-perf (1 rank)
+#                 beside braid and the real NCCL directly: results checked, time per 8-byte call.
 #   nccl-compare  braid vs the real NCCL, 1 rank each, in one process (gpu_nccl_compare):
 #                 bitwise outputs, all-reduce 8 B..1 GB, CPU time per call, comm memory.
 #   nccl-cmp-N    the same comparison of outputs with N = 2, 4, 8 ranks, one per GPU, where
@@ -154,6 +160,7 @@ find_real_nccl() {
 declare -a rows
 section() {  # section NAME LIMIT_S COMMAND...
   local name="$1" limit="$2"; shift 2
+  if [ -n "${SECTIONS:-}" ] && [[ ",$SECTIONS," != *",$name,"* ]]; then return; fi  # not asked for
   local log="$logs/$name.log" t0=$SECONDS status left=$((deadline - SECONDS - 5))
   [ "$limit" -gt "$left" ] && limit=$left
   if [ "$limit" -lt 15 ]; then
@@ -194,6 +201,9 @@ section mp-device "${LIMIT_MP:-260}" bash "$here/run.sh" --part mp-device "$buil
 # 1b. Faults on device memory: a dead peer, mismatches (BRAID_CHECK_CALLS=1), an abort during
 #     connection setup, a hang report, and the cost of the call check.
 section faults "${LIMIT_FAULTS:-120}" bash "$here/faults_device.sh" "$build"
+# 1c. braid-doctor on this machine; BRAID_BACKEND=nccl against the real NCCL.
+section doctor "${LIMIT_DOCTOR:-100}" bash "$here/doctor_device.sh" "$build" "$logs/doctor"
+[ -n "$real_nccl" ] && section fallback "${LIMIT_FALLBACK:-60}" bash "$here/fallback_device.sh" "$build" "$real_nccl"
 # 2. braid against the real NCCL (1 rank each), with the 1-rank measurements; then, where there
 #    are enough GPUs, 2, 4 and 8 ranks (one per GPU, ncclCommInitAll in one process).
 if [ -n "$real_nccl" ]; then
