@@ -22,6 +22,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// How long a lane blocked only on live peers keeps waiting after another rank's death.
+constexpr double kLiveWaitAfterDeathSeconds = 1.0;
+
 struct LaneState {
   LaneProgram* program;
   size_t step = 0;
@@ -168,7 +171,7 @@ ncclResult_t connect(std::vector<LaneProgram>& programs) {
 // Why a stalled lane cannot go on, or ncclSuccess: its communicator was aborted or failed (a
 // peer died, another rank found a mismatch), or a rank it waits for has left. The first time a
 // lost peer is seen (`departureSeen` false) the run gets one more pass over its lanes.
-ncclResult_t stallVerdict(const LaneState& st, bool* departureSeen) {
+ncclResult_t stallVerdict(const LaneState& st, bool* departureSeen, double stalledSeconds) {
   const auto& [ctx, s] = st.program->steps[st.step];
   ncclComm* comm = st.program->comm;
   if (comm->abortFlag.load())
@@ -185,6 +188,12 @@ ncclResult_t stallVerdict(const LaneState& st, bool* departureSeen) {
   if (lostPeer >= 0 && !std::exchange(*departureSeen, true)) return ncclSuccess;
   if (comm->state.load() == ncclComm::State::Failed) {
     ncclResult_t rc = comm->asyncError.load();
+    // A rank died, but not one this lane waits for: the live peers it waits for may still
+    // complete the call (the dead rank may have sent all they need before it died), so it
+    // fails only once it has made no progress for a while. A mismatch or an abort: at once.
+    const bool death = rc == ncclRemoteError || rc == ncclSuccess || rc == ncclInProgress;
+    if (death && lostPeer < 0 && stalledSeconds < kLiveWaitAfterDeathSeconds && !comm->abortFlag.load())
+      return ncclSuccess;
     return fail(rc == ncclSuccess || rc == ncclInProgress ? ncclRemoteError : rc, "%s (rank %d): %s", ctx->caller,
                 comm->rank, commFailureText(comm).c_str());
   }
@@ -248,10 +257,11 @@ ncclResult_t runPrograms(std::vector<LaneProgram>& programs) {
     lastCheck = now;
     for (auto& st : lanes)  // an abort from another thread: at once (the rest may be a short wait)
       if (!st.finished && st.program->comm->abortFlag.load(std::memory_order_relaxed))
-        return stallVerdict(st, &departureSeen);
+        return stallVerdict(st, &departureSeen, 0.0);
     if (idle < 2000 && now - lastProgress < std::chrono::milliseconds(100)) continue;
     for (auto& st : lanes)
-      if (!st.finished) BRAID_CHECK(stallVerdict(st, &departureSeen));
+      if (!st.finished)
+        BRAID_CHECK(stallVerdict(st, &departureSeen, std::chrono::duration<double>(now - lastProgress).count()));
     publishWaits(lanes);
     if (timeout > 0 && std::chrono::duration<double>(now - lastProgress).count() > timeout) {
       for (auto& st : lanes) {
