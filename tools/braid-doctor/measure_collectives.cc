@@ -59,7 +59,8 @@ std::vector<std::string> loadedLibraries(const std::string& dir) {
       if (at == std::string::npos) continue;
       std::string path = line.substr(at + 14);
       std::string base = baseName(path);
-      if (base.rfind("libnccl", 0) != 0 && base.rfind("libbraid", 0) != 0) continue;
+      // libnccl.so* and libbraid*, not NCCL's plugins (libnccl-net.so, libnccl-tuner.so).
+      if (base.rfind("libnccl.so", 0) != 0 && base.rfind("libbraid", 0) != 0) continue;
       std::string real = realPath(path);
       bool seen = false;
       for (const auto& f : found) seen = seen || f == real;
@@ -152,6 +153,15 @@ bool loadedBraid(const PerfRun& run) {
   return false;
 }
 
+// braid's library beside braid-perf: the build tree (perf/../libbraid.so) or an install
+// (bin/../lib/libbraid.so); "" when neither is there.
+std::string braidLibraryNear(const std::string& braidPerf) {
+  std::string dir = braidPerf.substr(0, braidPerf.rfind('/'));
+  for (const std::string& c : {dir + "/../libbraid.so", dir + "/../lib/libbraid.so", dir + "/../lib64/libbraid.so"})
+    if (access(c.c_str(), R_OK) == 0) return realPath(c);
+  return "";
+}
+
 std::string joined(const std::vector<std::string>& list) {
   std::string s;
   for (const auto& l : list) s += (s.empty() ? "" : ", ") + l;
@@ -229,6 +239,16 @@ void measureCollectives(const MeasureOptions& opt, Report* report) {
   const bool haveNccl = !opt.realNccl.empty();
   // braid first, with half the budget when NCCL runs after it.
   PerfRun braid = runPerf(opt, count, "braid", {}, deadline.left() * (haveNccl ? 0.5 : 1.0), dir);
+  braid.how = "braid-perf's run path";
+  if (braid.ok && !loadedBraid(braid) && !deadline.passed()) {
+    // LD_LIBRARY_PATH comes before a RUNPATH: a real libnccl.so.2 on it wins over braid's.
+    const std::string braidLib = braidLibraryNear(opt.braidPerf);
+    if (!braidLib.empty()) {
+      std::vector<std::string> loadedFirst = braid.loaded;
+      braid = runPerf(opt, count, "braid", {"LD_PRELOAD=" + braidLib}, deadline.left() * (haveNccl ? 0.5 : 1.0), dir);
+      braid.how = "LD_PRELOAD=" + braidLib + " (LD_LIBRARY_PATH gave " + joined(loadedFirst) + ")";
+    }
+  }
   if (braid.ok && !loadedBraid(braid)) {
     braid.ok = false;
     braid.error = "braid-perf did not load braid (loaded: " + joined(braid.loaded) +
@@ -266,7 +286,7 @@ void measureCollectives(const MeasureOptions& opt, Report* report) {
   Figure braidBw = bandwidthFigure("braid", count, braid), braidLat = latencyFigure("braid", count, braid);
   if (braid.ok && nccl.ok) compare(braid, nccl, &braidBw, &braidLat);
   if (braid.ok) {
-    braidBw.verdict += "; library " + joined(braid.loaded);
+    braidBw.verdict += "; library " + joined(braid.loaded) + " (" + braid.how + ")";
     report->figures.push_back(braidBw);
     report->figures.push_back(braidLat);
   } else {

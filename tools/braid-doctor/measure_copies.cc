@@ -47,6 +47,7 @@ Figure newFigure(const std::string& path, const std::string& why) {
   f.path = path;
   f.unit = "GB/s";
   f.expectedWhy = why;
+  f.verdict = "best of 3 runs per size; ";
   return f;
 }
 

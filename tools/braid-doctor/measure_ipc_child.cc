@@ -26,7 +26,7 @@ void setError(IpcReply* reply, const std::string& text) {
 
 class Child {
  public:
-  Child(int device, double deadline) : device_(device), deadline_(deadline) {}
+  explicit Child(int device) : device_(device) {}
 
   // Context and stream first, so that the timed opens do not include them.
   bool start(IpcReply* reply) {
@@ -135,7 +135,6 @@ class Child {
   }
 
   int device_;
-  double deadline_;
   Stream stream_;
   DeviceBuffer local_;
   uint64_t localBytes_ = 0;
@@ -172,7 +171,7 @@ int ipcChildMain(int argc, char** argv) {
     return 2;
   }
   const double deadline = nowSeconds() + seconds;
-  Child child(device, deadline);
+  Child child(device);
   IpcReply ready;
   bool started = child.start(&ready);
   std::string why;

@@ -109,6 +109,7 @@ Figure newFigure(const std::string& path, const PathExpectation& e) {
   f.unit = "GB/s";
   f.expected = e.gbps;
   f.expectedWhy = e.why;
+  f.verdict = "best of 3 runs per size; ";
   return f;
 }
 
@@ -156,17 +157,18 @@ double measurePair(Gpu& a, Gpu& b, const std::vector<size_t>& sizes, const PathE
   const std::string ab = "GPU" + std::to_string(a.device) + "->GPU" + std::to_string(b.device);
   const std::string ba = "GPU" + std::to_string(a.device) + "<-GPU" + std::to_string(b.device);
   int can = 0;
-  cudaError_t error = cudaDeviceCanAccessPeer(&can, a.device, b.device);
+  // Everything below runs on a's stream, with events made on a: a is the current device.
+  cudaError_t error = cudaSetDevice(a.device);
   if (error != cudaSuccess) {
+    addCudaError(report, "p2p", "P2P " + ab, "cudaSetDevice", error);
+    return 0;
+  }
+  if ((error = cudaDeviceCanAccessPeer(&can, a.device, b.device)) != cudaSuccess) {
     addCudaError(report, "p2p", "P2P " + ab, "cudaDeviceCanAccessPeer", error);
     return 0;
   }
   bool enabled = false;
   if (can) {
-    if ((error = cudaSetDevice(a.device)) != cudaSuccess) {
-      addCudaError(report, "p2p", "P2P " + ab, "cudaSetDevice", error);
-      return 0;
-    }
     error = cudaDeviceEnablePeerAccess(b.device, 0);
     if (error == cudaErrorPeerAccessAlreadyEnabled) {
       (void)cudaGetLastError();
@@ -214,7 +216,7 @@ double measurePair(Gpu& a, Gpu& b, const std::vector<size_t>& sizes, const PathE
       return launchPeerRead(b.buffer.ptr, bytes, a.sink.ptr, a.sms, a.stream.stream);
     };
     if (sweep(sizes, a.stream.stream, deadline, peerRead, &read, &why, &error)) {
-      read.verdict = "kernel on GPU" + std::to_string(a.device) + ", int4 loads; " + read.verdict;
+      read.verdict = "kernel on GPU" + std::to_string(a.device) + ", int4 loads, " + read.verdict;
       judge(e, &read);
       report->figures.push_back(read);
     } else {
@@ -223,7 +225,7 @@ double measurePair(Gpu& a, Gpu& b, const std::vector<size_t>& sizes, const PathE
     Figure write = newFigure("P2P kernel write " + ab, e);
     auto peerWrite = [&](size_t bytes) { return launchPeerWrite(b.buffer.ptr, bytes, a.sms, a.stream.stream); };
     if (sweep(sizes, a.stream.stream, deadline, peerWrite, &write, &why, &error)) {
-      write.verdict = "kernel on GPU" + std::to_string(a.device) + ", int4 stores; " + write.verdict;
+      write.verdict = "kernel on GPU" + std::to_string(a.device) + ", int4 stores, " + write.verdict;
       judge(e, &write);
       report->figures.push_back(write);
     } else {

@@ -49,11 +49,18 @@ struct CuFile {
 
   // libcufile is not closed again: it starts threads of its own that outlive cuFileDriverClose.
   bool load(std::string* why) {
-    lib = dlopen("libcufile.so.0", RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) lib = dlopen("libcufile.so", RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) {
+    // The loader's path first, then the toolkit's folders (often not on the loader's path).
+    const char* candidates[] = {"libcufile.so.0", "/usr/local/cuda/lib64/libcufile.so.0",
+                                "/usr/local/cuda/targets/x86_64-linux/lib/libcufile.so.0",
+                                "/usr/local/cuda/targets/sbsa-linux/lib/libcufile.so.0"};
+    std::string first;
+    for (const char* c : candidates) {
+      if ((lib = dlopen(c, RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
       const char* e = dlerror();
-      *why = std::string("libcufile.so.0 not loadable: ") + (e ? e : "unknown");
+      if (first.empty()) first = e ? e : "unknown";
+    }
+    if (lib == nullptr) {
+      *why = "libcufile.so.0 not loadable (also not in /usr/local/cuda): " + first;
       return false;
     }
     bool ok = sym("cuFileDriverOpen", &driverOpen) && (sym("cuFileDriverClose_v2", &driverClose) ||
