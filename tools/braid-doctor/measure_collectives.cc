@@ -27,6 +27,7 @@ using namespace measure;
 
 struct PerfRun {
   bool ok = false;
+  bool outOfTime = false;  // killed at its share of a budget too short to tell a hang (< 10 s)
   std::string error;
   std::map<double, double> bw;  // bytes -> GB/s (busbw; algbw with one rank)
   std::map<double, double> us;  // bytes -> time
@@ -110,6 +111,7 @@ PerfRun runPerf(const MeasureOptions& opt, int ranks, const std::string& tag, co
     closedir(d);
   }
   (void)rmdir(ldDir.c_str());
+  run.outOfTime = end.killed && seconds < 10;
   if (!end.exited || end.exitCode != 0) {
     run.error = "braid-perf " + end.text + (end.killed ? " (" + fixed(seconds, 0) + " s budget)" : "") + ": " +
                 fileTail(log, 400);
@@ -275,6 +277,10 @@ void measureCollectives(const MeasureOptions& opt, Report* report) {
     }
   }
   auto failed = [&](const std::string& who, const PerfRun& run) {
+    if (run.outOfTime) {
+      report->skipped.push_back({who + " all-reduce", "braid-perf did not finish within its share of the budget: " + run.error});
+      return;
+    }
     Figure f;
     f.section = "collectives";
     f.path = who + " all-reduce " + std::to_string(count) + (count == 1 ? " GPU" : " GPUs");

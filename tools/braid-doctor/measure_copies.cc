@@ -2,6 +2,7 @@
 // link and its memory should give.
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 
 #include "tools/braid-doctor/measure.h"
@@ -17,29 +18,6 @@ struct HostBuffers {
   PinnedBuffer pinned;
   std::unique_ptr<char, decltype(&std::free)> pageable{nullptr, &std::free};
 };
-
-// Runs copy(bytes) over the sizes on `stream`: points in GB/s of bytes copied, best = peak.
-// False (with the failing call in *why) when a CUDA call fails; stops early past the deadline.
-bool sweep(const std::vector<size_t>& sizes, cudaStream_t stream, const Deadline& deadline,
-           const std::function<cudaError_t(size_t)>& copy, Figure* f, std::string* why, cudaError_t* error) {
-  for (size_t bytes : sizes) {
-    if (deadline.passed()) {
-      f->verdict = "stopped before " + sizeText(bytes) + ": out of time budget. ";
-      break;
-    }
-    Timing t;
-    std::string call;
-    *error = timeOnStream(stream, kRepeats, [&] { return copy(bytes); }, &t, &call);
-    if (*error != cudaSuccess) {
-      *why = call + " (" + sizeText(bytes) + ")";
-      return false;
-    }
-    double rate = gbps(static_cast<double>(bytes), t.best);
-    f->points.push_back({static_cast<double>(bytes), rate});
-    if (rate > f->best) f->best = rate;
-  }
-  return true;
-}
 
 Figure newFigure(const std::string& path, const std::string& why) {
   Figure f;
@@ -113,7 +91,8 @@ void measureOneGpu(int device, const MeasureOptions& opt, const Deadline& deadli
     };
     std::string why;
     cudaError_t error = cudaSuccess;
-    if (!sweep(sizes, stream.stream, deadline, copy, &f, &why, &error)) {
+    bool complete = true;
+    if (!sweepBandwidth(sizes, stream.stream, deadline, kRepeats, copy, &f, &complete, &why, &error)) {
       addCudaError(report, "copies", f.path, why, error);
       continue;
     }
@@ -122,8 +101,8 @@ void measureOneGpu(int device, const MeasureOptions& opt, const Deadline& deadli
       pinnedBest[k.dir == cudaMemcpyHostToDevice ? 0 : 1] = f.best;
       f.expected = pciePracticalGbps(link.currentGts, link.currentWidth);
       f.expectedWhy = "about, PCIe " + link.text() + " (" + busId + ")";
-      judgePinned(link, link.numaNode, &f);
-    } else {
+      if (complete) judgePinned(link, link.numaNode, &f);
+    } else if (complete) {
       double pinned = pinnedBest[k.dir == cudaMemcpyHostToDevice ? 0 : 1];
       f.expected = pinned;
       f.expectedWhy = "the pinned copy's rate (pageable goes through a staging buffer)";
@@ -131,7 +110,7 @@ void measureOneGpu(int device, const MeasureOptions& opt, const Deadline& deadli
         f.verdict += fixed(pinned / f.best, 1) + "x slower than pinned: use pinned memory (cudaHostAlloc / "
                      "pin_memory=True) for transfers that matter";
       else
-        f.verdict += "ok: close to pinned";
+        f.verdict += "ok: at least half the pinned rate";
     }
     report->figures.push_back(f);
   }
@@ -139,18 +118,19 @@ void measureOneGpu(int device, const MeasureOptions& opt, const Deadline& deadli
   memoryCopyExpectation(device, prop.name, &d2d.expected, &d2d.expectedWhy);
   std::string why;
   cudaError_t error = cudaSuccess;
+  bool complete = true;
   auto copy = [&](size_t bytes) { return cudaMemcpyAsync(b.ptr, a.ptr, bytes, cudaMemcpyDeviceToDevice, stream.stream); };
-  if (!sweep(d2dSizes, stream.stream, deadline, copy, &d2d, &why, &error)) {
+  if (!sweepBandwidth(d2dSizes, stream.stream, deadline, kRepeats, copy, &d2d, &complete, &why, &error)) {
     addCudaError(report, "copies", d2d.path, why, error);
     return;
   }
   d2d.expectedWhy += "; counted as bytes copied per second";
-  if (d2d.expected > 0 && d2d.best < 0.7 * d2d.expected) {
+  if (complete && d2d.expected > 0 && d2d.best < 0.7 * d2d.expected) {
     d2d.severity = Severity::Warning;
     d2d.verdict += fixed(100 * d2d.best / d2d.expected, 0) +
                    "% of the memory's copy rate: another process on this GPU (nvidia-smi), or clocks held low "
                    "(nvidia-smi -q -d PERFORMANCE,CLOCK)?";
-  } else if (d2d.expected > 0) {
+  } else if (complete && d2d.expected > 0) {
     d2d.verdict += "ok: " + fixed(100 * d2d.best / d2d.expected, 0) + "% of the memory's copy rate";
   }
   report->figures.push_back(d2d);

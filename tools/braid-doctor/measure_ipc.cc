@@ -30,6 +30,7 @@ struct Scenario {
 // What one path (legacy or cuMem) gave: the first open, the later ones, the copy.
 struct PathResult {
   bool ok = false;
+  bool outOfTime = false;  // the budget ended it: a skip, not an error
   std::string error;
   double firstUs = 0;
   std::vector<double> laterUs;
@@ -123,6 +124,15 @@ std::vector<size_t> roundSizes(bool quick) {
   return sizes;
 }
 
+// Done when at least the first (copy) round ran; otherwise the budget ran out first.
+void finish(PathResult* r, const Deadline& deadline) {
+  r->ok = r->copyBytes > 0;
+  if (!r->ok) {
+    r->outOfTime = deadline.passed();
+    r->error = "out of time budget before the first round";
+  }
+}
+
 void record(PathResult* r, size_t round, size_t bytes, const IpcReply& reply) {
   if (round == 0) {
     r->firstUs = reply.openUs;
@@ -156,6 +166,7 @@ PathResult runLegacy(Session& session, int device, const Deadline& deadline, boo
     std::string why;
     if (!session.ask(req, -1, &reply, &why)) {
       r.error = why;
+      r.outOfTime = deadline.passed();
       return r;
     }
     if (!reply.ok) {
@@ -165,7 +176,7 @@ PathResult runLegacy(Session& session, int device, const Deadline& deadline, boo
     record(&r, round, sizes[round], reply);
     // The child closed its import before answering: only now is the buffer freed.
   }
-  r.ok = true;
+  finish(&r, deadline);
   return r;
 }
 
@@ -200,16 +211,21 @@ PathResult runCuMem(Session& session, const Driver& driver, int device, const De
     releaseShareable(driver, &a);
     if (c.failed() || !asked || !reply.ok) {
       r.error = c.failed() ? c.message() : !asked ? why : std::string(reply.error);
+      r.outOfTime = !c.failed() && !asked && deadline.passed();
       return r;
     }
     record(&r, round, req.bytes, reply);
   }
-  r.ok = true;
+  finish(&r, deadline);
   return r;
 }
 
 void addFigures(const std::string& kind, const Scenario& s, const PathResult& r, Report* report) {
   const std::string openName = kind == "legacy" ? "open" : "import+map";
+  if (!r.ok && r.outOfTime) {
+    report->skipped.push_back({"IPC " + kind + " " + s.label, "not finished within its time budget: " + r.error});
+    return;
+  }
   if (!r.ok) {
     Figure f;
     f.section = "ipc";
@@ -275,6 +291,10 @@ void runScenario(const MeasureOptions& opt, const Scenario& s, const Deadline& d
   Session session(opt, s, deadline);
   std::string why;
   if (!session.start(&why)) {
+    if (deadline.passed()) {
+      report->skipped.push_back({"IPC " + s.label, "not started within its time budget: " + why});
+      return;
+    }
     Figure f;
     f.section = "ipc";
     f.path = "IPC " + s.label;

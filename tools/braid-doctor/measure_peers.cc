@@ -129,28 +129,6 @@ void judge(const PathExpectation& e, Figure* f) {
                           : std::string("P2P routed through the CPU (ACS/IOMMU), or a slow link?"));
 }
 
-// Sweeps op(bytes) on `stream`; false with the failing call on error.
-bool sweep(const std::vector<size_t>& sizes, cudaStream_t stream, const Deadline& deadline,
-           const std::function<cudaError_t(size_t)>& op, Figure* f, std::string* why, cudaError_t* error) {
-  for (size_t bytes : sizes) {
-    if (deadline.passed()) {
-      f->verdict += "stopped before " + sizeText(bytes) + ": out of time budget. ";
-      break;
-    }
-    Timing t;
-    std::string call;
-    *error = timeOnStream(stream, kRepeats, [&] { return op(bytes); }, &t, &call);
-    if (*error != cudaSuccess) {
-      *why = call + " (" + sizeText(bytes) + ")";
-      return false;
-    }
-    double rate = gbps(static_cast<double>(bytes), t.best);
-    f->points.push_back({static_cast<double>(bytes), rate});
-    f->best = std::max(f->best, rate);
-  }
-  return true;
-}
-
 // One ordered pair; returns the copy's best GB/s (0 when it failed) for the matrix.
 double measurePair(Gpu& a, Gpu& b, const std::vector<size_t>& sizes, const PathExpectation& e,
                    const Deadline& deadline, Report* report) {
@@ -185,7 +163,8 @@ double measurePair(Gpu& a, Gpu& b, const std::vector<size_t>& sizes, const PathE
     return cudaMemcpyPeerAsync(b.buffer.ptr, b.device, a.buffer.ptr, a.device, bytes, a.stream.stream);
   };
   double copyBest = 0;
-  if (!sweep(sizes, a.stream.stream, deadline, peerCopy, &copy, &why, &error)) {
+  bool complete = true;
+  if (!sweepBandwidth(sizes, a.stream.stream, deadline, kRepeats, peerCopy, &copy, &complete, &why, &error)) {
     addCudaError(report, "p2p", copy.path, why, error);
   } else if (!can) {
     copy.verdict += "no peer access: the copy is staged through host memory. ";
@@ -202,7 +181,7 @@ double measurePair(Gpu& a, Gpu& b, const std::vector<size_t>& sizes, const PathE
     copyBest = copy.best;
     report->figures.push_back(copy);
   } else {
-    judge(e, &copy);
+    if (complete) judge(e, &copy);
     copyBest = copy.best;
     report->figures.push_back(copy);
   }
@@ -215,18 +194,18 @@ double measurePair(Gpu& a, Gpu& b, const std::vector<size_t>& sizes, const PathE
     auto peerRead = [&](size_t bytes) {
       return launchPeerRead(b.buffer.ptr, bytes, a.sink.ptr, a.sms, a.stream.stream);
     };
-    if (sweep(sizes, a.stream.stream, deadline, peerRead, &read, &why, &error)) {
+    if (sweepBandwidth(sizes, a.stream.stream, deadline, kRepeats, peerRead, &read, &complete, &why, &error)) {
       read.verdict = "kernel on GPU" + std::to_string(a.device) + ", int4 loads, " + read.verdict;
-      judge(e, &read);
+      if (complete) judge(e, &read);
       report->figures.push_back(read);
     } else {
       addCudaError(report, "p2p", read.path, why, error);
     }
     Figure write = newFigure("P2P kernel write " + ab, e);
     auto peerWrite = [&](size_t bytes) { return launchPeerWrite(b.buffer.ptr, bytes, a.sms, a.stream.stream); };
-    if (sweep(sizes, a.stream.stream, deadline, peerWrite, &write, &why, &error)) {
+    if (sweepBandwidth(sizes, a.stream.stream, deadline, kRepeats, peerWrite, &write, &complete, &why, &error)) {
       write.verdict = "kernel on GPU" + std::to_string(a.device) + ", int4 stores, " + write.verdict;
-      judge(e, &write);
+      if (complete) judge(e, &write);
       report->figures.push_back(write);
     } else {
       addCudaError(report, "p2p", write.path, why, error);
@@ -240,7 +219,7 @@ double measurePair(Gpu& a, Gpu& b, const std::vector<size_t>& sizes, const PathE
 }  // namespace
 
 void measurePeers(const MeasureOptions& opt, Report* report) {
-  if (skippedByOption(opt, "p2p", report)) return;
+  if (skippedByOption(opt, "peers", report) || skippedByOption(opt, "p2p", report)) return;
   int count = deviceCountOrSkip("p2p", report);
   if (count == 0) return;
   if (count < 2) {

@@ -259,6 +259,8 @@ void measureStorage(const MeasureOptions& opt, Report* report) {
     f.expectedWhy = "the storage's own rate (no fixed expectation)";
     f.verdict = how + "; " + cached + "; host clock, one pass";
     report->figures.push_back(f);
+  } else if (deadline.passed()) {
+    report->skipped.push_back({"storage POSIX read", "not finished within its time budget"});
   } else {
     errorFigure(report, "POSIX read + cudaMemcpy -> GPU0", why);
   }
@@ -307,6 +309,8 @@ void measureStorage(const MeasureOptions& opt, Report* report) {
                             : "; slower than POSIX + copy, as compatibility mode can be";
     }
     report->figures.push_back(f);
+  } else if (deadline.passed()) {
+    report->skipped.push_back({"storage cuFile read", "not finished within its time budget"});
   } else {
     errorFigure(report, "cuFile read -> GPU0", why);
   }

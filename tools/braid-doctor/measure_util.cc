@@ -146,6 +146,30 @@ cudaError_t timeOnStream(cudaStream_t stream, int repeats, const std::function<c
   return cudaSuccess;
 }
 
+bool sweepBandwidth(const std::vector<size_t>& sizes, cudaStream_t stream, const Deadline& deadline, int repeats,
+                    const std::function<cudaError_t(size_t)>& op, Figure* f, bool* complete, std::string* why,
+                    cudaError_t* error) {
+  *complete = true;
+  for (size_t bytes : sizes) {
+    if (deadline.passed()) {
+      *complete = false;
+      f->verdict += "stopped before " + sizeText(static_cast<double>(bytes)) + " (out of time budget), not judged";
+      return true;
+    }
+    Timing t;
+    std::string call;
+    *error = timeOnStream(stream, repeats, [&] { return op(bytes); }, &t, &call);
+    if (*error != cudaSuccess) {
+      *why = call + " (" + sizeText(static_cast<double>(bytes)) + ")";
+      return false;
+    }
+    double rate = gbps(static_cast<double>(bytes), t.best);
+    f->points.push_back({static_cast<double>(bytes), rate});
+    if (rate > f->best) f->best = rate;
+  }
+  return true;
+}
+
 std::string busIdOf(int device, CudaCheck* check) {
   char id[32] = "";
   if (!(*check)(cudaDeviceGetPCIBusId(id, sizeof id, device), "cudaDeviceGetPCIBusId(" + std::to_string(device) + ")"))

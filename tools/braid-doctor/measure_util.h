@@ -82,6 +82,14 @@ struct Timing {
 cudaError_t timeOnStream(cudaStream_t stream, int repeats, const std::function<cudaError_t()>& op, Timing* out,
                          std::string* failedCall);
 
+// Times op(bytes) for each size on `stream` (the best of `repeats` after a warm-up) and adds the
+// points, in GB/s, and their peak to *f. False with the failing call in *why when CUDA fails.
+// At the deadline it stops: *complete false, and f->verdict says where it stopped (a partial
+// sweep is not judged against the link: its small sizes never reach the peak).
+bool sweepBandwidth(const std::vector<size_t>& sizes, cudaStream_t stream, const Deadline& deadline, int repeats,
+                    const std::function<cudaError_t(size_t)>& op, Figure* f, bool* complete, std::string* why,
+                    cudaError_t* error);
+
 // GB/s of `bytes` in `seconds` (1 GB = 1e9 bytes).
 inline double gbps(double bytes, double seconds) { return seconds > 0 ? bytes / seconds / 1e9 : 0; }
 
