@@ -87,6 +87,7 @@ std::string cuFileText(const char* call, CuFileError e) {
 struct TestFile {
   int directFd = -1;  // O_DIRECT when the file system takes it, else a normal descriptor
   bool direct = false;
+  bool dropped = false;  // its pages left the page cache after writing
   std::string where;
   ~TestFile() {
     if (directFd >= 0) close(directFd);
@@ -118,7 +119,7 @@ struct TestFile {
       ok = false;
       *why = std::string("fsync: ") + std::strerror(errno);
     }
-    if (ok) (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);  // only this file's clean pages
+    if (ok) dropped = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0;  // only this file's clean pages
     if (ok) {
       directFd = open(where.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
       direct = directFd >= 0;
@@ -242,8 +243,9 @@ void measureStorage(const MeasureOptions& opt, Report* report) {
   const std::string how = std::string(file.direct ? "O_DIRECT" : "buffered (O_DIRECT refused by the file system)") +
                           ", " + sizeText(static_cast<double>(bytes)) + " in " + sizeText(kChunk) + " reads, " +
                           file.where.substr(0, file.where.rfind('/'));
-  const std::string cached = file.direct ? "not cached (O_DIRECT)"
-                                         : "maybe cached: its pages were dropped after writing, buffered reads refill the cache";
+  const std::string cached = file.direct    ? "not cached (O_DIRECT)"
+                             : file.dropped ? "read from the device: its pages were dropped from the cache after writing"
+                                            : "probably cached (just written, the cache could not be dropped): memory speed";
   DeviceBuffer device;
   PinnedBuffer pinned;
   CudaCheck c;
