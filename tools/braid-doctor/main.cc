@@ -108,13 +108,19 @@ int main(int argc, char** argv) {
       {"storage", "storage reads", true, 0.15, 0.15, measure(measureStorage)},
   };
 
-  double measureTotal = -1;  // what the measurements share, fixed when the first one starts
-  for (const Step& s : steps) {
+  // A measurement's budget is its share of what is left, among the measurements still to run:
+  // time a part did not use (one GPU: no peers) goes to the ones after it.
+  auto isSkipped = [&](const Step& s) { return std::find(cli.skip.begin(), cli.skip.end(), s.name) != cli.skip.end(); };
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& s = steps[i];
     PartTime pt{s.label, 0, 0, false};
-    bool skipped = std::find(cli.skip.begin(), cli.skip.end(), s.name) != cli.skip.end();
-    double left = total - reserve - since(start);
-    if (s.measurement && measureTotal < 0) measureTotal = std::max(0.0, left);
-    double budget = s.measurement ? s.budgetFull * measureTotal : (cli.quick ? s.budgetQuick : s.budgetFull);
+    bool skipped = isSkipped(s);
+    double left = std::max(0.0, total - reserve - since(start));
+    double sharesLeft = 0;
+    for (size_t j = i; j < steps.size(); ++j)
+      if (steps[j].measurement && !isSkipped(steps[j])) sharesLeft += steps[j].budgetFull;
+    double budget = s.measurement ? (sharesLeft > 0 ? left * s.budgetFull / sharesLeft : 0)
+                                  : (cli.quick ? s.budgetQuick : s.budgetFull);
     budget = std::min(budget, left);
     pt.budget = std::max(0.0, budget);
     if (skipped) {

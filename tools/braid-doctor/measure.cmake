@@ -1,5 +1,4 @@
-# braid-doctor's GPU measurements: a static library for the doctor's binary, and a small driver
-# that runs each measurement and prints what it found (braid-doctor-measure-selftest).
+# braid-doctor's GPU measurements: a static library for the doctor's binary.
 # Included from tools/braid-doctor/CMakeLists.txt (or tools/CMakeLists.txt): paths are relative
 # to this file's folder.
 set(_braid_measure_dir ${CMAKE_CURRENT_LIST_DIR})
@@ -31,8 +30,3 @@ target_compile_options(braid_doctor_measure PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${
 if(BRAID_ENABLE_CUDA)
   set_target_properties(braid_doctor_measure PROPERTIES CUDA_ARCHITECTURES "${BRAID_CUDA_ARCHITECTURES}")
 endif()
-
-add_executable(braid-doctor-measure-selftest ${_braid_measure_dir}/measure_selftest.cc)
-target_link_libraries(braid-doctor-measure-selftest PRIVATE braid_doctor_measure)
-target_compile_options(braid-doctor-measure-selftest PRIVATE ${BRAID_WARNINGS})
-target_compile_definitions(braid-doctor-measure-selftest PRIVATE BRAID_DOCTOR_MEASURE_SELFTEST=1)

@@ -2,14 +2,11 @@
 // measured in microseconds get a second panel of their own.
 #include "report.h"
 
-#if BRAID_DOCTOR_HAVE_PLOT
 #include "tools/plot/plot.h"
-#endif
 
 namespace braid::doctor {
 
 bool writePlot(const Report& r, const std::string& path, std::string* error) {
-#if BRAID_DOCTOR_HAVE_PLOT
   plot::Panel bandwidth{"Measured bandwidth by size", "bytes", "GB/s", true, true, {}};
   plot::Panel latency{"Measured time by size", "bytes", "us", true, true, {}};
   for (const auto& f : r.figures) {
@@ -27,11 +24,6 @@ bool writePlot(const Report& r, const std::string& path, std::string* error) {
   std::vector<plot::Panel> panels{bandwidth};
   if (!latency.series.empty()) panels.push_back(latency);
   return plot::writePng(panels, path, error);
-#else
-  (void)r;
-  *error = path + ": not written: the plot library (tools/plot) is not built in this tree";
-  return false;
-#endif
 }
 
 }  // namespace braid::doctor
