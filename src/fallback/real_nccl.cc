@@ -108,7 +108,8 @@ std::vector<std::string> candidatePaths(const EnvLookup& env, const std::string&
       pythonRoots.emplace_back(root);
     }
   if (const char* home = value("HOME")) pythonRoots.push_back(std::string(home) + "/.local");
-  for (const char* r : {"/usr/local", "/usr", "/opt/conda"}) pythonRoots.emplace_back(r);
+  // /opt/*/.venv: images that keep a framework's environment there (/opt/torch/.venv).
+  for (const char* r : {"/usr/local", "/usr", "/opt/conda", "/opt/*/.venv", "/opt/*"}) pythonRoots.emplace_back(r);
   for (const auto& root : pythonRoots)
     for (const char* kind : {"site-packages", "dist-packages"}) {
       for (const auto& f : globPaths(root + "/lib/python3*/" + kind + "/nvidia/nccl/lib")) folders.push_back(f);

@@ -31,7 +31,7 @@ struct RealNccl {
 // in LD_LIBRARY_PATH's folders, the dynamic loader's configured folders (/etc/ld.so.conf and
 // what it includes), the CUDA toolkit (CUDA_HOME, CUDA_PATH, /usr/local/cuda), the system's
 // library folders, and Python environments' nvidia/nccl/lib (VIRTUAL_ENV, CONDA_PREFIX,
-// site-packages and dist-packages under /usr, /usr/local, /opt/conda and ~/.local).
+// site-packages and dist-packages under /usr, /usr/local, /opt/conda, /opt/*(/.venv) and ~/.local).
 // Files that do not exist are left out; a file reached twice is listed once.
 using EnvLookup = std::function<const char*(const char*)>;
 std::vector<std::string> candidatePaths(const EnvLookup& env, const std::string& ldSoConf = "/etc/ld.so.conf");

@@ -4,6 +4,7 @@
 // system allows, and unlinked as soon as it is open, so that no path leaves it behind.
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <sys/vfs.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -217,14 +218,33 @@ Figure storageFigure(const std::string& path, size_t bytes, double gbs) {
   return f;
 }
 
-void errorFigure(Report* report, const std::string& path, const std::string& why) {
+void errorFigure(Report* report, const std::string& path, const std::string& why, Severity severity = Severity::Error) {
   Figure f;
   f.section = "storage";
   f.path = path;
   f.unit = "GB/s";
-  f.severity = Severity::Error;
+  f.severity = severity;
   f.verdict = why;
   report->figures.push_back(f);
+}
+
+// The file system a descriptor lives on, by name where it is a common one.
+std::string fileSystemOf(int fd) {
+  struct statfs st {};
+  if (fstatfs(fd, &st) != 0) return "an unknown file system";
+  switch (static_cast<unsigned long>(st.f_type)) {
+    case 0xEF53: return "ext4";
+    case 0x58465342: return "xfs";
+    case 0x794c7630: return "overlayfs";
+    case 0x01021994: return "tmpfs";
+    case 0x9123683E: return "btrfs";
+    case 0x6969: return "nfs";
+    default: {
+      char hex[32];
+      std::snprintf(hex, sizeof hex, "file system 0x%lx", static_cast<unsigned long>(st.f_type));
+      return hex;
+    }
+  }
 }
 
 }  // namespace
@@ -289,7 +309,12 @@ void measureStorage(const MeasureOptions& opt, Report* report) {
   CuFileHandle fh = nullptr;
   e = cf.handleRegister(&fh, &descr);
   if (e.err != 0) {
-    errorFigure(report, "cuFile read -> GPU0", cuFileText("cuFileHandleRegister", e) + (file.direct ? "" : " (not O_DIRECT)"));
+    // The machine's set-up, not a fault of the doctor's: a warning with what to look at.
+    errorFigure(report, "cuFile read -> GPU0",
+                cuFileText("cuFileHandleRegister", e) + (file.direct ? "" : " (not O_DIRECT)") + " on " +
+                    fileSystemOf(file.directFd) + ": cuFile does not take files here (" +
+                    (nvidiaFs ? "check the file system with gdscheck -p" : "compatibility mode: allow_compat_mode in cufile.json, and a file system it supports; gdscheck -p") + ")",
+                Severity::Warning);
     (void)cf.driverClose();
     return;
   }
