@@ -1,5 +1,4 @@
-// The measurements braid-doctor runs on the GPUs (defined in measure_*.{cc,cu}, or by
-// measure_stubs.cc in a tree without them). Each adds its figures, facts and skips to the report
+// The measurements braid-doctor runs on the GPUs (defined in measure_*.{cc,cu}). Each adds its figures, facts and skips to the report
 // and keeps within its options' time budget.
 #pragma once
 #include <string>
