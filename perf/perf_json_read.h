@@ -1,26 +1,14 @@
-// Reading a braid-perf --json report back (for --plot-compare): a small JSON parser and the
-// fields the plot needs. Pure, unit-tested in tests/unit/launcher.
+// Reading a braid-perf --json report back (for --plot-compare): the fields the plot needs
+// (through tools/json, the tools' one JSON reader). Pure, unit-tested in tests/unit/launcher.
 #pragma once
 #include <map>
 #include <string>
 #include <vector>
 
 #include "perf/perf_json.h"
+#include "tools/json/json.h"
 
 namespace braid::perf {
-
-struct JsonValue {
-  enum class Kind { Null, Bool, Number, String, Array, Object } kind = Kind::Null;
-  bool boolean = false;
-  double number = 0;
-  std::string text;
-  std::vector<JsonValue> items;               // Array
-  std::map<std::string, JsonValue> members;   // Object (a repeated key keeps the last)
-  const JsonValue* find(const std::string& key) const;  // nullptr when absent or not an object
-};
-
-// False with "offset N: what" on malformed input.
-bool parseJson(const std::string& text, JsonValue* out, std::string* error);
 
 // What --plot-compare takes from a report: its library's name, collective and rows.
 struct ReportSeries {

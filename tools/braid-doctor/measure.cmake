@@ -5,7 +5,6 @@ set(_braid_measure_dir ${CMAKE_CURRENT_LIST_DIR})
 set(_braid_measure_sources
   ${_braid_measure_dir}/measure_util.cc
   ${_braid_measure_dir}/measure_child.cc
-  ${_braid_measure_dir}/measure_json.cc
   ${_braid_measure_dir}/measure_driver.cc
   ${_braid_measure_dir}/measure_copies.cc
   ${_braid_measure_dir}/measure_peers.cc
@@ -24,7 +23,7 @@ endif()
 add_library(braid_doctor_measure STATIC ${_braid_measure_sources})
 target_include_directories(braid_doctor_measure PUBLIC ${PROJECT_SOURCE_DIR})
 # braid_topo + braid_base: NVML's NVLink counts (topo::Nvml) for the expected P2P bandwidth.
-target_link_libraries(braid_doctor_measure PUBLIC braid_topo braid_base CUDA::cudart_static Threads::Threads
+target_link_libraries(braid_doctor_measure PUBLIC braid_json braid_topo braid_base CUDA::cudart_static Threads::Threads
                                                   ${CMAKE_DL_LIBS} rt)
 target_compile_options(braid_doctor_measure PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${BRAID_WARNINGS}>)
 if(BRAID_ENABLE_CUDA)

@@ -18,7 +18,7 @@
 
 #include "tools/braid-doctor/measure.h"
 #include "tools/braid-doctor/measure_child.h"
-#include "tools/braid-doctor/measure_json.h"
+#include "tools/json/json.h"
 #include "tools/braid-doctor/measure_util.h"
 
 namespace braid::doctor {
@@ -118,20 +118,20 @@ PerfRun runPerf(const MeasureOptions& opt, int ranks, const std::string& tag, co
     return run;
   }
   std::string text, why;
-  Json doc;
-  if (!readFile(json, &text) || !parseJson(text, &doc, &why)) {
+  json::Value doc;
+  if (!readFile(json, &text) || !json::parse(text, &doc, &why)) {
     run.error = "braid-perf's JSON report " + json + ": " + (text.empty() ? "missing" : why);
     return run;
   }
-  run.version = static_cast<int>(doc.get("nccl_version") ? doc.get("nccl_version")->numberOr(0) : 0);
-  const Json* results = doc.get("results");
+  run.version = static_cast<int>(doc.find("nccl_version") ? doc.find("nccl_version")->numberOr(0) : 0);
+  const json::Value* results = doc.find("results");
   for (size_t i = 0; results != nullptr && i < results->items.size(); ++i) {
-    const Json& row = results->items[i];
-    const Json* oop = row.get("out_of_place");
-    const Json* size = row.get("size");
+    const json::Value& row = results->items[i];
+    const json::Value* oop = row.find("out_of_place");
+    const json::Value* size = row.find("size");
     if (oop == nullptr || size == nullptr) continue;
-    const Json* bw = oop->get(ranks > 1 ? "bus_bw" : "alg_bw");
-    const Json* time = oop->get("time");
+    const json::Value* bw = oop->find(ranks > 1 ? "bus_bw" : "alg_bw");
+    const json::Value* time = oop->find("time");
     if (bw != nullptr) run.bw[size->numberOr(0)] = bw->numberOr(0);
     if (time != nullptr) run.us[size->numberOr(0)] = time->numberOr(0);
   }

@@ -1,4 +1,4 @@
-// A strict JSON reader (RFC 8259: grammar, escapes, UTF-8) and a validator for the subset of
+// A validator for the subset of
 // JSON Schema that docs/doctor.schema.json uses: type, properties, required, items, enum,
 // additionalProperties. Keywords outside the subset are reported, so a schema that grows past
 // it fails the test instead of passing unchecked.
@@ -7,20 +7,12 @@
 #include <utility>
 #include <vector>
 
+#include "tools/json/json.h"
+
 namespace braid::doctor::test {
 
-struct Json {
-  enum Type { Null, Bool, Number, String, Array, Object } type = Null;
-  bool boolean = false;
-  double number = 0;
-  std::string text;  // String
-  std::vector<Json> items;  // Array
-  std::vector<std::pair<std::string, Json>> members;  // Object, in order
-  const Json* find(const std::string& key) const;
-};
-
-// False with *error ("offset N: ...") when `text` is not one valid JSON value.
-bool parseJson(const std::string& text, Json* out, std::string* error);
+using Json = json::Value;  // tools/json: the tools' one JSON reader
+inline bool parseJson(const std::string& text, Json* out, std::string* error) { return json::parse(text, out, error); }
 // Every place `value` breaks `schema` ("$.facts[3].severity: ..."); empty when it conforms.
 std::vector<std::string> validate(const Json& value, const Json& schema);
 // Schema properties without a "description" string ("$.properties.parts"), for the docs rule.

@@ -15,7 +15,7 @@
 #include "perf/perf_json.h"
 #include "tools/braid-doctor/measure_child.h"
 #include "tools/braid-doctor/measure_ipc_protocol.h"
-#include "tools/braid-doctor/measure_json.h"
+#include "tools/json/json.h"
 #include "tools/braid-doctor/measure_util.h"
 
 namespace braid::doctor::measure {
@@ -40,34 +40,34 @@ TEST(DoctorMeasureJson, ReadsBraidPerfsReport) {
     row.outOfPlace.algBw = static_cast<double>(bytes) / 2e4;
     r.rows.push_back(row);
   }
-  Json doc;
+  json::Value doc;
   std::string why;
-  ASSERT_TRUE(parseJson(perf::reportJson(r), &doc, &why)) << why;
-  ASSERT_NE(doc.get("nccl_version"), nullptr);
-  EXPECT_EQ(doc.get("nccl_version")->numberOr(0), 22809);
-  EXPECT_EQ(doc.get("devices")->items.at(0).get("hostname")->text, "host \"a\"\n");
-  const Json* results = doc.get("results");
+  ASSERT_TRUE(json::parse(perf::reportJson(r), &doc, &why)) << why;
+  ASSERT_NE(doc.find("nccl_version"), nullptr);
+  EXPECT_EQ(doc.find("nccl_version")->numberOr(0), 22809);
+  EXPECT_EQ(doc.find("devices")->items.at(0).find("hostname")->text, "host \"a\"\n");
+  const json::Value* results = doc.find("results");
   ASSERT_NE(results, nullptr);
   ASSERT_EQ(results->items.size(), 3u);
-  const Json& last = results->items[2];
-  EXPECT_EQ(last.get("size")->numberOr(0), 1048576);
-  EXPECT_DOUBLE_EQ(last.get("out_of_place")->get("bus_bw")->numberOr(0), 1048576 / 1e4);
-  EXPECT_NEAR(last.get("out_of_place")->get("time")->numberOr(0), 10.5 + 1.048576, 1e-6);
-  EXPECT_EQ(last.get("out_of_place")->get("nwrong")->type, Json::Type::Null);  // unchecked
+  const json::Value& last = results->items[2];
+  EXPECT_EQ(last.find("size")->numberOr(0), 1048576);
+  EXPECT_DOUBLE_EQ(last.find("out_of_place")->find("bus_bw")->numberOr(0), 1048576 / 1e4);
+  EXPECT_NEAR(last.find("out_of_place")->find("time")->numberOr(0), 10.5 + 1.048576, 1e-6);
+  EXPECT_EQ(last.find("out_of_place")->find("nwrong")->type, json::Value::Null);  // unchecked
 }
 
 TEST(DoctorMeasureJson, EscapesAndErrors) {
-  Json v;
+  json::Value v;
   std::string why;
-  ASSERT_TRUE(parseJson(R"({"a": "\u00e9\ud83d\ude00\t", "b": [1, -2.5e3, true, null], "c": {}})", &v, &why)) << why;
-  EXPECT_EQ(v.get("a")->text, "\xc3\xa9\xf0\x9f\x98\x80\t");
-  EXPECT_EQ(v.get("b")->items.size(), 4u);
-  EXPECT_DOUBLE_EQ(v.get("b")->items[1].number, -2500);
-  EXPECT_EQ(v.get("missing"), nullptr);
+  ASSERT_TRUE(json::parse(R"({"a": "\u00e9\ud83d\ude00\t", "b": [1, -2.5e3, true, null], "c": {}})", &v, &why)) << why;
+  EXPECT_EQ(v.find("a")->text, "\xc3\xa9\xf0\x9f\x98\x80\t");
+  EXPECT_EQ(v.find("b")->items.size(), 4u);
+  EXPECT_DOUBLE_EQ(v.find("b")->items[1].number, -2500);
+  EXPECT_EQ(v.find("missing"), nullptr);
   for (const char* bad : {"", "{", "[1,]x", "{\"a\" 1}", "\"\x01\"", "[1] 2", "{\"a\":tru}"})
-    EXPECT_FALSE(parseJson(bad, &v, &why)) << bad;
+    EXPECT_FALSE(json::parse(bad, &v, &why)) << bad;
   std::string deep(100, '[');
-  EXPECT_FALSE(parseJson(deep + std::string(100, ']'), &v, &why));
+  EXPECT_FALSE(json::parse(deep + std::string(100, ']'), &v, &why));
   EXPECT_NE(why.find("deep"), std::string::npos) << why;
 }
 

@@ -247,13 +247,13 @@ TEST(PerfJsonRead, RejectsWhatIsNotAReport) {
   // A report without "library" (older braid-perf) is labelled by its version.
   ASSERT_TRUE(reportSeriesFromJson("{\"nccl_version\": 22809, \"results\": []}", &out, &error)) << error;
   EXPECT_EQ(out.library, "NCCL API 2.28.9");
-  JsonValue v;
-  ASSERT_TRUE(parseJson("{\"s\": \"a\\\"b\\u0041\", \"t\": true, \"f\": false, \"n\": null, \"x\": -1.5e3}", &v, &error))
+  json::Value v;
+  ASSERT_TRUE(json::parse("{\"s\": \"a\\\"b\\u0041\", \"t\": true, \"f\": false, \"n\": null, \"x\": -1.5e3}", &v, &error))
       << error;
   EXPECT_EQ(v.find("s")->text, "a\"bA");
   EXPECT_TRUE(v.find("t")->boolean);
   EXPECT_FALSE(v.find("f")->boolean);
-  EXPECT_EQ(v.find("n")->kind, JsonValue::Kind::Null);
+  EXPECT_EQ(v.find("n")->type, json::Value::Null);
   EXPECT_DOUBLE_EQ(v.find("x")->number, -1500);
 }
 
