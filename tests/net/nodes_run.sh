@@ -8,6 +8,8 @@
 # a fixed root on node 0). Exit: 0 when every rank exits 0 and prints OK; 77 (skipped) when
 # namespaces cannot be made here (not root, no `ip`); 1 otherwise. Every namespace and veth
 # is deleted at the end, also on failure or interrupt; every rank is bounded by TIMEOUT.
+# NODES_RUN_EXPECT (optional): a text every rank's output must also contain (say, the TUNING log
+# line that names the algorithm a test is about).
 set -u
 nodes=$1 per=$2 build=$3 limit=$4; shift 5
 n=$((nodes * per))
@@ -51,6 +53,9 @@ for ((r = 0; r < n; r++)); do
   wait "${pids[$r]}"; rc=$?
   if [ "$rc" -ne 0 ] || ! grep -q "OK" "$work/rank$r.log"; then
     echo "FAIL: rank $r (node $((r / per))) exited $rc"; sed 's/^/  | /' "$work/rank$r.log" | tail -40
+    failures=$((failures + 1))
+  elif [ -n "${NODES_RUN_EXPECT:-}" ] && ! grep -qF -- "$NODES_RUN_EXPECT" "$work/rank$r.log"; then
+    echo "FAIL: rank $r (node $((r / per))) never printed \"$NODES_RUN_EXPECT\""; sed 's/^/  | /' "$work/rank$r.log" | tail -20
     failures=$((failures + 1))
   fi
 done
