@@ -140,10 +140,6 @@ RankTreeLinks rankTreeLinks(const NodeLayout& layout, const std::vector<int>& no
   return links;
 }
 
-namespace {
-
-}  // namespace
-
 NodeLayout treeLayout(const CollArgs& args, int tree) {
   const bool rooted = args.coll == Coll::Broadcast && args.root >= 0 && args.root < args.nRanks;
   if (!rooted) return NodeLayout(args);
