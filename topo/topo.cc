@@ -223,6 +223,22 @@ std::vector<std::vector<int>> joinHostChains(const std::vector<HostChains>& host
   return rings;
 }
 
+std::vector<int> nodeOfRanks(const std::vector<RankLocation>& ranks) {
+  const size_t n = ranks.size();
+  std::vector<uint64_t> hostOf(n);
+  std::vector<bool> seen(n, false);
+  for (const auto& r : ranks) {
+    if (r.rank < 0 || static_cast<size_t>(r.rank) >= n || seen[static_cast<size_t>(r.rank)]) return {};
+    seen[static_cast<size_t>(r.rank)] = true;
+    hostOf[static_cast<size_t>(r.rank)] = r.hostHash;
+  }
+  std::map<uint64_t, int> idOf;
+  std::vector<int> nodeOf(n);
+  for (size_t r = 0; r < n; ++r) nodeOf[r] = idOf.emplace(hostOf[r], static_cast<int>(idOf.size())).first->second;
+  if (idOf.size() <= 1) return {};
+  return nodeOf;
+}
+
 std::vector<std::vector<int>> ringOrders(const System& sys, const std::vector<RankLocation>& ranks, int nChannels,
                                          RingInfo* info) {
   // Hosts in the order of their lowest rank.

@@ -50,6 +50,11 @@ P2pPolicy p2pPolicyFromEnv(const System& sys);
 std::vector<std::vector<int>> ringOrders(const System& sys, const std::vector<RankLocation>& ranks, int nChannels,
                                          RingInfo* info);
 
+// The node (host) of every rank, by RankLocation::rank: ids in order of first appearance by rank,
+// which is the order in which ringOrders joins the hosts' chains (node 0 holds rank 0). Empty
+// when every rank is on one host (algo::CollArgs::nodeOf's "one node") or a rank is missing.
+std::vector<int> nodeOfRanks(const std::vector<RankLocation>& ranks);
+
 // The per-host part of ringOrders: for the ranks of host `hostHash`, per channel the order they
 // take inside the ring (a closed ring when nHosts == 1, else a chain entering and leaving through
 // the NICs nearest the end GPUs).

@@ -6,13 +6,14 @@
 
 namespace braid::algo {
 
-extern const Algorithm kRing, kDirect, kTwoShot;
+extern const Algorithm kRing, kDirect, kTwoShot, kTree;
 
 const std::vector<const Algorithm*>& algorithms() {
   static const std::vector<const Algorithm*> all = {
       &kRing,
       &kDirect,
       &kTwoShot,
+      &kTree,
   };
   return all;
 }

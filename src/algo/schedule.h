@@ -75,6 +75,9 @@ struct CollArgs {
   int nChannels = 1;       // lanes the algorithm may use for the collective
   uint32_t alignElems = 1; // prefer block boundaries at multiples of this (vector width)
   std::vector<int> ring;   // rank order for ring algorithms (a permutation of 0..nRanks-1); empty = identity
+  // The node (host) of every rank, ids in order of first appearance by rank (0 = rank 0's node);
+  // empty (or not nRanks long) = one node. The same on every rank. The tree algorithm uses it.
+  std::vector<int> nodeOf;
   // The most elements one step may carry (0 = no limit). Executors set it to half of what a
   // connection's FIFO holds; algorithms then loop over chunks, so that a step's send never
   // has to wait for the receiver to start and lanes can't deadlock on full FIFOs.

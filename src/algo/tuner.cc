@@ -31,21 +31,39 @@ struct Pattern {
 struct Known {
   const Algorithm* ring;
   const Algorithm* twoshot;
+  const Algorithm* tree;
   const Algorithm* considered[std::size(tuning::kConsidered)];
 };
 const Known& known() {
   static const Known k = [] {
-    Known x{findAlgorithm("ring"), findAlgorithm("twoshot"), {}};
+    Known x{findAlgorithm("ring"), findAlgorithm("twoshot"), findAlgorithm("tree"), {}};
     for (size_t i = 0; i < std::size(tuning::kConsidered); ++i) x.considered[i] = findAlgorithm(tuning::kConsidered[i].algorithm);
     return x;
   }();
   return k;
 }
 
-Pattern patternOf(const Algorithm* a, Coll coll, int n) {
+int ceilLog2(int n) {
+  int k = 0;
+  while (k < 30 && (1 << k) < n) ++k;
+  return k;
+}
+
+Pattern patternOf(const Algorithm* a, Coll coll, const TunerInput& in) {
+  const int n = std::max(1, in.nRanks);
   const int m = n - 1;
   const uint64_t um = static_cast<uint64_t>(m), un = static_cast<uint64_t>(n);
   if (coll == Coll::SendRecv) return {1, 1, 1, false};
+  if (a == known().tree) {
+    // Up the tree and down again: ceil(log2 nodes) levels across hosts, each host's chain inside.
+    // Its busiest hop carries the whole buffer each way: a chain link serves both trees (half
+    // each), and with one channel one tree carries all. Its hops are the ring's kind (the ring's
+    // neighbours inside a host, host to host across).
+    const int nodes = std::clamp(in.nNodes, 1, n);
+    const int perNode = in.ranksPerNode > 0 ? std::min(in.ranksPerNode, n) : (n + nodes - 1) / nodes;
+    const int oneWay = std::max(1, ceilLog2(nodes) + perNode - 1);
+    return {coll == Coll::AllReduce ? 2 * oneWay : oneWay, 1, 1, true};
+  }
   if (a == known().ring) {
     // NCCL's ring model: all-reduce 2(n-1) steps of 1/n each; the others n-1 steps; broadcast and
     // reduce pipeline the whole buffer through n-1 hops.
@@ -136,6 +154,34 @@ std::string nothingPossible(const TunerInput& in, AlgorithmSet userAlgos, Protoc
          describeProtocols(userProtos) + ", which cannot run here (" + why + "); using the tuner's default (" + possible + ")";
 }
 
+// The CPU engine's algorithm: the default, unless NCCL_ALGO narrows the collective and leaves
+// the default out; then the cheapest allowed one on the CPU engine's model.
+const Algorithm* hostAlgorithm(const TunerInput& in, const Algorithm* fallback, std::string* warning) {
+  if (in.coll == Coll::SendRecv || in.constraints == nullptr) return fallback;
+  const AlgorithmSet allowed = in.constraints->algorithmsFor(in.coll);
+  const int fallbackBit = algorithmIndex(fallback);
+  if (allowed == kAllAlgorithms || (fallbackBit >= 0 && ((allowed >> fallbackBit) & 1))) return fallback;
+  const Algorithm* best = nullptr;
+  double bestUs = 0;
+  AlgorithmSet supported = 0;
+  const auto& all = algorithms();
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (!all[i]->supports(in.coll, in.nRanks)) continue;
+    supported |= AlgorithmSet{1} << i;
+    if (!((allowed >> i) & 1)) continue;
+    const double us = estimateMicroseconds(in, all[i], Protocol::Simple, 1);
+    if (best == nullptr || us < bestUs) {
+      best = all[i];
+      bestUs = us;
+    }
+  }
+  if (best) return best;
+  *warning = std::string(collName(in.coll)) + " on host memory: NCCL_ALGO allows " + describeAlgorithms(allowed & ~supported) +
+             ", which cannot run it (" + collName(in.coll) + " runs on " + describeAlgorithms(supported) +
+             " only); using the default (" + (fallback ? fallback->name : "none") + ")";
+  return fallback;
+}
+
 }  // namespace
 
 const char* linkKindName(LinkKind k) {
@@ -181,7 +227,7 @@ int p2pParts(const TunerInput& in, Protocol protocol) {
 
 double estimateMicroseconds(const TunerInput& in, const Algorithm* algorithm, Protocol protocol, int channels) {
   const double bytes = static_cast<double>(in.bytes);
-  const Pattern pat = patternOf(algorithm, in.coll, std::max(1, in.nRanks));
+  const Pattern pat = patternOf(algorithm, in.coll, in);
   const double traffic = bytes * static_cast<double>(pat.num) / static_cast<double>(pat.den);
   if (in.hostMemory) {
     if (in.nRanks <= 1) return kTable.cpuHopUs + bytes / (kTable.cpuGbps * 1e3);
@@ -203,9 +249,9 @@ Candidates candidates(const TunerInput& in) {
   const Coll coll = in.coll;
   const int n = std::max(1, in.nRanks);
   const Algorithm* fallback = coll == Coll::SendRecv ? nullptr : defaultAlgorithm(coll, n);
-  // Host memory (the CPU engine) and one rank (a copy) have nothing to choose.
+  // One rank (a copy) has nothing to choose; host memory (the CPU engine) only what NCCL_ALGO asks.
   if (in.hostMemory || n == 1) {
-    out.items[out.size++] = choiceOf(in, fallback, Protocol::Simple);
+    out.items[out.size++] = choiceOf(in, n > 1 ? hostAlgorithm(in, fallback, &out.warning) : fallback, Protocol::Simple);
     return out;
   }
   // Algorithms in preference order: the collective's default first, then the registry's order.
@@ -237,7 +283,7 @@ Candidates candidates(const TunerInput& in) {
     const Algorithm* a = algos[i];
     const int bit = algorithmIndex(a);
     if (bit >= 0) supported |= AlgorithmSet{1} << bit;
-    const LinkKind kind = patternOf(a, coll, n).ring ? in.ring.kind : in.mesh.kind;
+    const LinkKind kind = patternOf(a, coll, in).ring ? in.ring.kind : in.mesh.kind;
     const bool weighed = coll == Coll::SendRecv || considered(coll, a, n, in.bytes);
     for (Protocol p : kPreference) {
       if (!(executor & protocolBit(p))) continue;

@@ -15,6 +15,9 @@
 // warning; of what remains, the tuner weighs the algorithms braid has measured for the
 // collective (tuner_table.h kConsidered), or all that remain when the user allowed none of those.
 // The cheapest estimate wins; on a tie the default algorithm and Simple (the measured ones) win.
+// Host memory (the CPU engine: one lane, no protocols) runs the collective's default algorithm,
+// unless NCCL_ALGO narrows the collective: then the default if it is allowed, else the cheapest
+// allowed one by the CPU engine's model (nothing allowed can run it: a warning and the default).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -49,6 +52,8 @@ struct TunerInput {
   uint32_t elemSize = 1;       // bytes per element (the model does not use it yet)
   int nRanks = 1;
   int ranksPerGpu = 1;         // the most ranks on any one GPU of the communicator
+  int nNodes = 1;              // hosts (CollArgs::nodeOf): the tree's depth
+  int ranksPerNode = 0;        // the most ranks on one host (0: nRanks / nNodes): its chains' length
   Hops ring;                   // the ring's hops (ring order's neighbours): the ring algorithm
   Hops mesh;                   // every pair of ranks: direct, twoshot; SendRecv: the hop to the peer
   int sms = 0;                 // SMs per GPU (0 = unknown: no SM limit below 64 channels)

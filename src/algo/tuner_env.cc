@@ -9,7 +9,7 @@ namespace braid::algo {
 
 namespace {
 
-constexpr const char* kNcclOnlyAlgorithms[] = {"Tree", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
+constexpr const char* kNcclOnlyAlgorithms[] = {"CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
 constexpr Protocol kProtocols[] = {Protocol::LL, Protocol::LL128, Protocol::Simple};
 
 std::string_view trim(std::string_view s) {

@@ -9,8 +9,8 @@
 // an error naming the token and the valid names: an unknown name, an empty name (",,", a
 // trailing ","), an empty part (";;"), "^" with nothing after it or in the middle of a list,
 // "allreduce:" with no list, an unknown collective, two lists for the same collectives.
-// NCCL's algorithms that braid does not have (Tree, CollNetDirect, CollNetChain, NVLS, NVLSTree,
-// PAT) are accepted and ignored, each with a note: braid never uses NVLink multicast, so NVLS
+// NCCL's algorithms that braid does not have (CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT)
+// are accepted and ignored, each with a note (NCCL's Tree is braid's tree): braid never uses NVLink multicast, so NVLS
 // is not mapped onto braid's direct algorithms (a common NCCL_ALGO=^NVLS would otherwise turn
 // off braid's one-shot all-reduce). A list of ignored names only constrains nothing.
 #pragma once

@@ -65,8 +65,11 @@ ncclResult_t addCollective(HostRun& run, const Task& t, uint64_t seq) {
     ctx.bufs[0] = ctx.staging.data();
   }
   if (ctx.reduces) BRAID_CHECK(hostOpFor(comm, t.op, t.type, t.caller, &ctx.op));
-  // One progress thread runs every lane: more than one lane would only cut the data finer.
-  const algo::RankPlan& plan = comm->hostPlans->get(collArgsFor(t, 1, 64, kFifoSlots * kFifoSlotBytes));
+  // One progress thread runs every lane: more than one lane would only cut the data finer. The
+  // algorithm is the tuner's (the collective's default unless NCCL_ALGO narrows it: algo/tuner.h),
+  // the same on every rank.
+  const algo::Algorithm* algorithm = comm->tuning->choose(t).best.algorithm;
+  const algo::RankPlan& plan = comm->hostPlans->get(collArgsFor(t, 1, 64, kFifoSlots * kFifoSlotBytes), algorithm);
   for (const algo::Lane& lane : plan.lanes) {
     auto key = std::make_pair(comm, lane.channel);
     auto it = run.collectiveProgram.find(key);

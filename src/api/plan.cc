@@ -26,6 +26,7 @@ algo::CollArgs collArgsFor(const Task& t, int nChannels, size_t alignBytes, size
   args.alignElems = static_cast<uint32_t>(std::max<size_t>(1, alignBytes / es));
   args.maxStepElems = fifoBytes / 2 / es;
   args.ring = t.comm->ring;
+  args.nodeOf = t.comm->nodeOf;  // computed once, at init (api/resources.cc chooseRing)
   return args;
 }
 
@@ -46,7 +47,7 @@ void PlanCache::startRun() {
 
 const algo::RankPlan& PlanCache::get(const algo::CollArgs& args, const algo::Algorithm* algorithm) {
   if (algorithm == nullptr) algorithm = algo::defaultAlgorithm(args.coll, args.nRanks);
-  // nRanks, rank and ring are fixed for a communicator; the rest names the plan.
+  // nRanks, rank, ring and nodeOf are fixed for a communicator; the rest names the plan.
   Key key{static_cast<int>(args.coll), args.count, args.root, args.nChannels, args.alignElems, args.maxStepElems, algorithm};
   auto it = plans_.find(key);
   if (it == plans_.end()) {

@@ -17,6 +17,7 @@ constexpr int kP2pChannelBase = 64;
 // Bytes of the whole collective as every rank sees it (a root's buffer size would differ).
 size_t collectiveBytes(const Task& t);
 
+// The node structure comes from comm->nodeOf (made once at init, from the peers' hostHash).
 // `fifoBytes` is a connection's capacity: a step may fill at most half of it, so that every
 // ring neighbour can post its step before it must consume (otherwise all ranks block sending).
 algo::CollArgs collArgsFor(const Task& t, int nChannels, size_t alignBytes, size_t fifoBytes);

@@ -17,8 +17,9 @@ namespace braid::api {
 
 namespace {
 
-// The ring order from the topology. Every rank of one host computes the same order from the
-// same machine; across hosts the views differ, so all ranks adopt rank 0's.
+// The ring order from the topology, and the node of every rank. Every rank of one host computes
+// the same order from the same machine; across hosts the views differ, so all ranks adopt rank
+// 0's. The ring visits each host's ranks in one run (topo::ringOrders), hosts in node order.
 ncclResult_t chooseRing(ncclComm* comm) {
   int n = comm->nRanks;
   comm->ring.resize(n);
@@ -26,6 +27,9 @@ ncclResult_t chooseRing(ncclComm* comm) {
   if (n == 1) return ncclSuccess;
   std::vector<topo::RankLocation> locs;
   for (const PeerInfo& p : comm->peers) locs.push_back({p.rank, p.hostHash, p.cudaDev, p.busId});
+  // Once per communicator (every plan's CollArgs copies it): the same on every rank, since
+  // every rank has every peer's hostHash; ringOrders joins the hosts in this order.
+  comm->nodeOf = topo::nodeOfRanks(locs);
   topo::System sys = topo::loadSystem(comm->rank);
   topo::RingInfo info;
   std::vector<std::vector<int>> rings = topo::ringOrders(sys, locs, 1, &info);

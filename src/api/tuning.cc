@@ -2,6 +2,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -24,6 +25,13 @@ ncclResult_t CommTuning::create(ncclComm* comm, std::unique_ptr<CommTuning>* out
                 comm->rank, error.c_str());
   for (const std::string& n : notes) BRAID_INFO(kTuning | kEnv, "rank %d: %s", comm->rank, n.c_str());
   t->protoAsked_ = env::get("NCCL_PROTO") != nullptr;
+  std::vector<int> perNode;
+  for (int node : comm->nodeOf) {
+    if (node >= static_cast<int>(perNode.size())) perNode.resize(static_cast<size_t>(node) + 1, 0);
+    ++perNode[static_cast<size_t>(node)];
+  }
+  t->nNodes_ = std::max<int>(1, static_cast<int>(perNode.size()));
+  t->ranksPerNode_ = perNode.empty() ? comm->nRanks : *std::max_element(perNode.begin(), perNode.end());
   if (comm->cudaDev >= 0) {
     // Ranks that share a GPU share its SMs: the tuner caps their channels by them.
     if (cudaError_t e = cudaDeviceGetAttribute(&t->sms_, cudaDevAttrMultiProcessorCount, comm->cudaDev); e != cudaSuccess) {
@@ -55,6 +63,8 @@ algo::TunerResult CommTuning::choose(const Task& t) {
   in.bytes = t.coll == algo::Coll::SendRecv ? t.count * in.elemSize : collectiveBytes(t);
   in.nRanks = comm_->nRanks;
   in.ranksPerGpu = links_.ranksPerGpu;
+  in.nNodes = nNodes_;
+  in.ranksPerNode = ranksPerNode_;
   in.ring = links_.ring;
   in.mesh = links_.mesh;
   if (t.coll == algo::Coll::SendRecv && t.root >= 0 && static_cast<size_t>(t.root) < links_.toRank.size())

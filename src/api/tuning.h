@@ -35,6 +35,7 @@ class CommTuning {
   algo::TuningConstraints constraints_;
   LinkFacts links_;
   int sms_ = 0;
+  int nNodes_ = 1, ranksPerNode_ = 0;  // from comm->nodeOf, for the tree's depth
   bool protoAsked_ = false;  // NCCL_PROTO set: every protocol the executor runs (else kDefaultProtocols)
   std::mutex loggedMutex_;
   // (collective, device memory, algorithm, protocol, channels, slices); protocol -1: a warning.

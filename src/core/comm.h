@@ -54,6 +54,7 @@ struct ncclComm {
   std::vector<braid::PeerInfo> peers;
   std::unique_ptr<braid::TcpBootstrap> bootstrap;
   std::vector<int> ring;          // rank order for ring algorithms (from the topology)
+  std::vector<int> nodeOf;        // every rank's node (host), ids by first appearance; empty: one host
   double ringBandwidth = 0;       // GB/s per ring link, the topology's estimate (0: unknown)
   uint64_t childCount = 0;        // derived communicators so far (split/shrink secrets)
 

@@ -2,7 +2,7 @@
 //
 //   braid-sched --coll allreduce --ranks 4 --count 1000 [--algo ring] [--channels 2]
 //               [--root 0] [--rank R] [--verify] [--quiet] [--align N] [--max-step N]
-//               [--ring 0,2,1,3] [--slice N] [--fifo N]
+//               [--ring 0,2,1,3] [--slice N] [--fifo N] [--nodes 3+1+2 | --ranks-per-node R]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +11,7 @@
 
 #include "algo/algorithm.h"
 #include "algo/schedule.h"
+#include "algo/tree.h"
 #include "algo/verifier.h"
 
 using namespace braid::algo;
@@ -30,6 +31,8 @@ void usage(FILE* out) {
                "  --align N       block alignment in elements (default 1)\n"
                "  --max-step N    most elements per step (default 0 = no limit)\n"
                "  --ring a,b,...  ring order (default identity)\n"
+               "  --nodes a+b+... ranks of each node (host), in rank order (default: one node)\n"
+               "  --ranks-per-node R  nodes of R ranks each (the last may have fewer)\n"
                "  --verify        run the verifier, out of place and in place\n"
                "  --slice N --fifo N  verifier FIFO model: elements per slice, slices per connection\n"
                "  --quiet         don't print the plans\n");
@@ -68,6 +71,42 @@ bool parseRing(const std::string& text, std::vector<int>* ring) {
   return true;
 }
 
+// "3+1+2": node sizes.
+bool parseNodes(const std::string& text, std::vector<int>* sizes) {
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t plus = std::min(text.find('+', pos), text.size());
+    uint64_t v = 0;
+    if (!parseNumber(text.substr(pos, plus - pos).c_str(), &v) || v == 0 || v > 1024) return false;
+    sizes->push_back(static_cast<int>(v));
+    pos = plus + 1;
+  }
+  return !sizes->empty();
+}
+
+// The tree algorithm's shape: the nodes' chains and each rank's parent, in both trees.
+void printTrees(const CollArgs& args) {
+  for (int t = 0; t < kTrees; ++t) {
+    const NodeLayout layout = treeLayout(args, t);
+    const std::vector<int> parents = treeParents(layout.nodes(), t);
+    std::printf("# tree %d (lanes %d, %d, ...): %d node%s, chains", t, t, t + kTrees, layout.nodes(),
+                layout.nodes() == 1 ? "" : "s");
+    for (int m = 0; m < layout.nodes(); ++m) {
+      std::printf(" [");
+      for (size_t i = 0; i < layout.members[static_cast<size_t>(m)].size(); ++i)
+        std::printf("%s%d", i ? " " : "", layout.members[static_cast<size_t>(m)][i]);
+      std::printf("]");
+    }
+    std::printf("; parent<-rank:");
+    for (int r = 0; r < args.nRanks; ++r) {
+      const RankTreeLinks l = rankTreeLinks(layout, parents, r);
+      if (l.parent == kNoPeer) std::printf(" root %d", r);
+      else std::printf(" %d<-%d", l.parent, r);
+    }
+    std::printf("\n");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -75,6 +114,8 @@ int main(int argc, char** argv) {
   std::string algoName;
   int onlyRank = -1;
   bool doVerify = false, quiet = false, haveColl = false, haveCount = false;
+  std::vector<int> nodeSizes;
+  uint64_t ranksPerNode = 0;
   VerifyOptions options;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
@@ -123,6 +164,13 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "braid-sched: --ring wants comma-separated ranks\n");
         return 2;
       }
+    } else if (flag == "--nodes") {
+      if (!parseNodes(value(), &nodeSizes)) {
+        std::fprintf(stderr, "braid-sched: --nodes wants node sizes like 3+1+2\n");
+        return 2;
+      }
+    } else if (flag == "--ranks-per-node") {
+      ranksPerNode = number();
     } else if (flag == "--slice") {
       options.sliceElems = number();
     } else if (flag == "--fifo") {
@@ -153,6 +201,19 @@ int main(int argc, char** argv) {
     usage(stderr);
     return 2;
   }
+  if (!nodeSizes.empty() && ranksPerNode > 0) {
+    std::fprintf(stderr, "braid-sched: give --nodes or --ranks-per-node, not both\n");
+    return 2;
+  }
+  if (!nodeSizes.empty()) {
+    for (size_t m = 0; m < nodeSizes.size(); ++m) args.nodeOf.insert(args.nodeOf.end(), static_cast<size_t>(nodeSizes[m]), static_cast<int>(m));
+    if (static_cast<int>(args.nodeOf.size()) != args.nRanks) {
+      std::fprintf(stderr, "braid-sched: --nodes adds up to %zu ranks, --ranks is %d\n", args.nodeOf.size(), args.nRanks);
+      return 2;
+    }
+  } else if (ranksPerNode > 0) {
+    for (int r = 0; r < args.nRanks; ++r) args.nodeOf.push_back(static_cast<int>(static_cast<uint64_t>(r) / ranksPerNode));
+  }
   if (onlyRank >= args.nRanks) {
     std::fprintf(stderr, "braid-sched: --rank %d is outside 0..%d\n", onlyRank, args.nRanks - 1);
     return 2;
@@ -168,6 +229,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!quiet) {
+    if (std::strcmp(algo->name, "tree") == 0) printTrees(args);
     for (int r = 0; r < args.nRanks; ++r) {
       if (onlyRank >= 0 && r != onlyRank) continue;
       CollArgs rankArgs = args;

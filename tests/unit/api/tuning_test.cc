@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "algo/tuner.h"
 #include "nccl.h"
@@ -98,14 +99,14 @@ TEST(Tuning, EachCommunicatorReadsTheVariablesAtItsInit) {
 }
 
 TEST(Tuning, GoodValuesAreAccepted) {
-  for (const char* algo : {"Tree", "^NVLS", "allreduce:ring;allgather:direct", "RING,twoshot"})
+  for (const char* algo : {"PAT", "Tree", "^NVLS", "allreduce:ring;allgather:direct", "RING,twoshot"})
     for (const char* proto : {"LL,Simple", "^LL128", "allreduce:^LL;sendrecv:Simple"}) {
       ScopedEnv a("NCCL_ALGO", algo), p("NCCL_PROTO", proto);
       ncclComm_t comms[2] = {};
       ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess) << algo << " " << proto << ": " << lastError();
       for (ncclComm_t c : comms) ncclCommDestroy(c);
     }
-  EXPECT_NE(gLog.text().find("\"Tree\" accepted and ignored"), std::string::npos);
+  EXPECT_NE(gLog.text().find("\"PAT\" accepted and ignored"), std::string::npos);
 }
 
 TEST(Tuning, SimulateReportsTheTunersEstimateAndLogsEachChoiceOnce) {
@@ -149,6 +150,31 @@ TEST(Tuning, SimulateReportsTheTunersEstimateAndLogsEachChoiceOnce) {
   EXPECT_NE(log.find("us estimated"), std::string::npos) << log;
   EXPECT_EQ(log.find("NCCL WARN"), std::string::npos) << log;
   for (ncclComm_t c : comms) ncclCommDestroy(c);
+}
+
+// NCCL_ALGO reaches host-memory calls (the CPU engine asks the tuner too): the tree (a chain on
+// one host) and twoshot run, give the right sums, and the TUNING log names them.
+TEST(Tuning, NcclAlgoReachesHostMemoryCalls) {
+  for (const char* algo : {"tree", "twoshot"}) {
+    const std::string value = std::string("allreduce:") + algo;
+    ScopedEnv a("NCCL_ALGO", value.c_str());
+    constexpr int kRanks = 3, kCount = 4097;
+    ncclComm_t comms[kRanks] = {};
+    ASSERT_EQ(ncclCommInitAll(comms, kRanks, nullptr), ncclSuccess) << lastError();
+    const size_t logStart = gLog.text().size();
+    std::vector<std::vector<int>> in(kRanks, std::vector<int>(kCount)), out(kRanks, std::vector<int>(kCount, -1));
+    for (int r = 0; r < kRanks; ++r)
+      for (int i = 0; i < kCount; ++i) in[r][i] = (r + 1) * 1000 + i;
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    for (int r = 0; r < kRanks; ++r)
+      ASSERT_EQ(ncclAllReduce(in[r].data(), out[r].data(), kCount, ncclInt32, ncclSum, comms[r], nullptr), ncclSuccess);
+    ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << lastError();
+    for (int r = 0; r < kRanks; ++r)
+      for (int i = 0; i < kCount; ++i) ASSERT_EQ(out[r][i], 6000 + 3 * i) << algo << " rank " << r << " element " << i;
+    const std::string log = gLog.text().substr(logStart);
+    EXPECT_NE(log.find(std::string("on host memory: ") + algo + "/Simple"), std::string::npos) << log;
+    for (ncclComm_t c : comms) ncclCommDestroy(c);
+  }
 }
 
 }  // namespace

@@ -198,6 +198,57 @@ TEST(TopoApi, HostChainsJoinLikeRingOrders) {
   expectPermutations(joined, 12);
 }
 
+// How many times a ring passes from one node to another (counting the wrap-around).
+int nodeCrossings(const std::vector<int>& ring, const std::vector<int>& nodeOf) {
+  int crossings = 0;
+  for (size_t p = 0; p < ring.size(); ++p)
+    crossings += nodeOf[static_cast<size_t>(ring[p])] != nodeOf[static_cast<size_t>(ring[(p + 1) % ring.size()])];
+  return crossings;
+}
+
+// Ranks of several hosts interleaved in rank order, on GPUs and host-only: nodeOfRanks numbers
+// the hosts by their lowest rank, and every channel's ring visits each host's ranks in one run,
+// hosts in node order, so it crosses each node boundary once (NCCL's rings across nodes).
+TEST(TopoApi, RingsAcrossHostsVisitEachNodeOnceInNodeOrder) {
+  ScopedEnv a("NCCL_P2P_DISABLE", nullptr), b("NCCL_P2P_LEVEL", nullptr);
+  System sys = load("vastai-hgx-h200-8gpu.xml");
+  for (bool gpus : {true, false}) {
+    for (int hosts : {2, 3, 5}) {
+      std::vector<RankLocation> ranks;
+      const int n = 4 * hosts;
+      for (int r = 0; r < n; ++r) {
+        // Hosts take turns by rank; rank 0's host hash is not the lowest.
+        const uint64_t host = 100 + static_cast<uint64_t>((r + 1) % hosts);
+        const int gpu = (r / hosts) % 8;
+        ranks.push_back(gpus ? RankLocation{r, host, gpu, sys.node(sys.gpus[static_cast<size_t>(gpu)]).busId}
+                             : RankLocation{r, host, -1, ""});
+      }
+      std::shuffle(ranks.begin(), ranks.end(), std::mt19937(static_cast<unsigned>(n)));
+      const std::vector<int> nodeOf = nodeOfRanks(ranks);
+      ASSERT_EQ(nodeOf.size(), static_cast<size_t>(n));
+      std::vector<int> firstRank(static_cast<size_t>(hosts), -1);
+      for (int r = 0; r < n; ++r) {
+        const int node = nodeOf[static_cast<size_t>(r)];
+        ASSERT_GE(node, 0);
+        ASSERT_LT(node, hosts);
+        if (firstRank[static_cast<size_t>(node)] < 0) firstRank[static_cast<size_t>(node)] = r;
+      }
+      EXPECT_TRUE(std::is_sorted(firstRank.begin(), firstRank.end())) << "node ids by first appearance";
+      EXPECT_EQ(nodeOf[0], 0);
+      const auto rings = ringOrders(sys, ranks, 4, nullptr);
+      expectPermutations(rings, static_cast<size_t>(n));
+      for (const auto& ring : rings) {
+        EXPECT_EQ(nodeCrossings(ring, nodeOf), hosts) << (gpus ? "GPU" : "host-only") << " ranks, " << hosts << " hosts";
+        for (int k = 0; k < n; ++k) EXPECT_EQ(nodeOf[static_cast<size_t>(ring[static_cast<size_t>(k)])], k / 4);
+      }
+    }
+  }
+  // One host: no node structure.
+  std::vector<RankLocation> one;
+  for (int r = 0; r < 3; ++r) one.push_back({r, 9, -1, ""});
+  EXPECT_TRUE(nodeOfRanks(one).empty());
+}
+
 TEST(TopoApi, LoadSystemHonoursTopoFileAndDump) {
   std::string dump = ::testing::TempDir() + "/braid-topo-api-dump-" + std::to_string(::getpid()) + ".xml";
   {

@@ -148,9 +148,9 @@ TEST(BraidTune, HonoursNcclAlgoAndNcclProto) {
     EXPECT_EQ(r.algorithm, "twoshot") << r.bytes;
   }
   // Ignored NCCL names are noted; a constraint that leaves nothing is a warning, not a failure.
-  run = braidTune("--topo '" + h200 + "' --ranks 4 --max 1K", "NCCL_ALGO=Tree");
+  run = braidTune("--topo '" + h200 + "' --ranks 4 --max 1K", "NCCL_ALGO=PAT");
   ASSERT_EQ(run.exitCode, 0) << run.out;
-  EXPECT_NE(run.out.find("# note: NCCL_ALGO: \"Tree\" accepted and ignored"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("# note: NCCL_ALGO: \"PAT\" accepted and ignored"), std::string::npos) << run.out;
   run = braidTune("--topo '" + h200 + "' --coll alltoall --ranks 4 --max 1K", "NCCL_ALGO=ring");
   ASSERT_EQ(run.exitCode, 0) << run.out;
   EXPECT_NE(run.out.find("# warning: AlltoAll"), std::string::npos) << run.out;

@@ -124,19 +124,23 @@ TEST(TunerEnv, AlgorithmListsUseBraidsNamesPerCollective) {
 
 TEST(TunerEnv, NcclAlgorithmsBraidLacksAreIgnoredWithANote) {
   std::vector<std::string> notes;
-  TuningConstraints t = algos("Tree", &notes);
+  TuningConstraints t = algos("PAT", &notes);
   EXPECT_EQ(t.algorithmsFor(Coll::AllReduce), kAllAlgorithms);  // names nothing braid has
   ASSERT_FALSE(notes.empty());
-  bool saysTree = false, saysNoConstraint = false;
+  bool saysPat = false, saysNoConstraint = false;
   for (const std::string& n : notes) {
-    saysTree = saysTree || n.find("\"Tree\" accepted and ignored") != std::string::npos;
+    saysPat = saysPat || n.find("\"PAT\" accepted and ignored") != std::string::npos;
     saysNoConstraint = saysNoConstraint || n.find("no constraint") != std::string::npos;
   }
-  EXPECT_TRUE(saysTree && saysNoConstraint);
+  EXPECT_TRUE(saysPat && saysNoConstraint);
   notes.clear();
-  t = algos("tree,Ring,nvls,NVLSTree,CollNetDirect,collnetchain,PAT", &notes);
+  // NCCL's Tree is braid's tree now: a constraint, not a note.
+  t = algos("Tree", &notes);
+  EXPECT_EQ(t.algorithmsFor(Coll::AllReduce), bitOf("tree"));
+  EXPECT_TRUE(notes.empty());
+  t = algos("Ring,nvls,NVLSTree,CollNetDirect,collnetchain,PAT", &notes);
   EXPECT_EQ(t.algorithmsFor(Coll::AllReduce), bitOf("ring"));
-  EXPECT_EQ(notes.size(), 6u);  // one per ignored name
+  EXPECT_EQ(notes.size(), 5u);  // one per ignored name
   notes.clear();
   t = algos("^NVLS", &notes);  // common with NCCL on shared hosts: excludes nothing of braid's
   EXPECT_EQ(t.algorithmsFor(Coll::AllReduce), kAllAlgorithms);
@@ -148,7 +152,7 @@ TEST(TunerEnv, UnknownNamesAreNamedWithTheValidOnes) {
   expectMentions(protoError("LL,Foo"), {"\"Foo\"", "LL, LL128, Simple"});
   expectMentions(protoError("LL128x"), {"\"LL128x\"", "LL, LL128, Simple"});
   expectMentions(protoError("Ring"), {"\"Ring\"", "valid names"});  // an algorithm is not a protocol
-  expectMentions(algoError("fancy"), {"\"fancy\"", "ring, direct, twoshot", "Tree"});
+  expectMentions(algoError("fancy"), {"\"fancy\"", "ring, direct, twoshot, tree", "PAT"});
   expectMentions(algoError("LL"), {"\"LL\"", "ring"});  // a protocol is not an algorithm
   expectMentions(algoError("allreduce:ring:direct"), {"\"ring:direct\""});
   expectMentions(protoError("allreduce:LL,LL129"), {"\"LL129\""});
@@ -193,9 +197,9 @@ TEST(TunerEnv, BothVariablesTogether) {
   TuningConstraints t;
   std::vector<std::string> notes;
   std::string error;
-  ASSERT_TRUE(parseTuningEnv("allreduce:direct;Tree", "^LL128", &t, &notes, &error)) << error;
+  ASSERT_TRUE(parseTuningEnv("allreduce:direct;PAT", "^LL128", &t, &notes, &error)) << error;
   EXPECT_EQ(t.algorithmsFor(Coll::AllReduce), bitOf("direct"));
-  EXPECT_EQ(t.algorithmsFor(Coll::AllGather), kAllAlgorithms);  // "Tree" alone constrains nothing
+  EXPECT_EQ(t.algorithmsFor(Coll::AllGather), kAllAlgorithms);  // "PAT" alone constrains nothing
   EXPECT_EQ(t.protocolsFor(Coll::AllGather), kLL | kSimple);
   EXPECT_FALSE(notes.empty());
   // One bad variable: nothing of either is kept.
@@ -212,7 +216,7 @@ TEST(TunerEnv, SetsReadBack) {
   EXPECT_EQ(describeProtocols(kLL | kSimple), "LL, Simple");
   EXPECT_EQ(describeProtocols(0), "none");
   EXPECT_EQ(describeAlgorithms(bitOf("ring") | bitOf("twoshot")), "ring, twoshot");
-  EXPECT_EQ(describeAlgorithms(kAllAlgorithms), "ring, direct, twoshot");
+  EXPECT_EQ(describeAlgorithms(kAllAlgorithms), "ring, direct, twoshot, tree");
 }
 
 }  // namespace

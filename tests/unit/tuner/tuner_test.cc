@@ -344,7 +344,7 @@ TEST(Tuner, ConstraintsThatLeaveNothingFallBackToTheDefaultWithAWarning) {
       {Coll::AllGather, nullptr, "LL128", kAllProtocols, {LinkKind::HostStaged, 0}, "LL128 runs only over"},
       {Coll::SendRecv, nullptr, "LL128", kAllProtocols, {LinkKind::Network, 0}, "network"},
       {Coll::AlltoAll, "ring", nullptr, kAllProtocols, {LinkKind::NvLink, 370.8}, "AlltoAll runs on direct only"},
-      {Coll::Broadcast, "twoshot", nullptr, kAllProtocols, {LinkKind::NvLink, 370.8}, "Broadcast runs on ring, direct only"},
+      {Coll::Broadcast, "twoshot", nullptr, kAllProtocols, {LinkKind::NvLink, 370.8}, "Broadcast runs on ring, direct, tree only"},
   };
   for (const Case& k : cases) {
     TuningConstraints t = parsed(k.algos, k.protos);
@@ -388,10 +388,75 @@ TEST(Tuner, OneRankAndHostMemoryHaveNothingToChoose) {
     EXPECT_TRUE(r.warning.empty());
     in.nRanks = 4;
     in.hostMemory = true;  // the CPU engine: the default algorithm on one lane
+    t = parsed(nullptr, "LL");  // no protocols there
     r = tune(in);
     EXPECT_EQ(r.best.algorithm, coll == Coll::SendRecv ? nullptr : defaultAlgorithm(coll, 4)) << collName(coll);
     EXPECT_EQ(r.best.channels, 1);
+    EXPECT_EQ(r.best.protocol, Protocol::Simple);
     EXPECT_FALSE(r.hasRunnerUp);
+  }
+}
+
+// NCCL_ALGO reaches the CPU engine: the default when it is allowed, else the cheapest allowed
+// algorithm on the CPU engine's model; nothing allowed that runs the collective: the default and
+// a warning.
+TEST(Tuner, HostMemoryRunsWhatNcclAlgoNames) {
+  TunerInput in = input(Coll::AllReduce, 6, 1 * MiB, {LinkKind::Network, 0});
+  in.hostMemory = true;
+  in.nNodes = 3;
+  in.ranksPerNode = 2;
+  TuningConstraints t = parsed("allreduce:tree", nullptr);
+  in.constraints = &t;
+  TunerResult r = tune(in);
+  EXPECT_STREQ(r.best.algorithm->name, "tree");
+  EXPECT_TRUE(r.warning.empty());
+  t = parsed("Tree", nullptr);  // NCCL's name, for every collective
+  in.coll = Coll::Broadcast;
+  EXPECT_STREQ(tune(in).best.algorithm->name, "tree");
+  in.coll = Coll::AllGather;
+  r = tune(in);
+  EXPECT_STREQ(r.best.algorithm->name, "ring");
+  EXPECT_NE(r.warning.find("AllGather runs on ring, direct only"), std::string::npos) << r.warning;
+  in.coll = Coll::AllReduce;
+  t = parsed("ring,tree", nullptr);  // the default is allowed: it stays
+  EXPECT_STREQ(tune(in).best.algorithm->name, "ring");
+  t = parsed("^tree", nullptr);
+  EXPECT_STREQ(tune(in).best.algorithm->name, "ring");
+  t = parsed("direct,twoshot", nullptr);  // as many hops, less traffic than one-shot's n-1 copies
+  EXPECT_STREQ(tune(in).best.algorithm->name, "twoshot");
+}
+
+// The tree runs only when NCCL_ALGO names it (it is not measured, so not in kConsidered); its
+// estimate counts ~2 log2(nodes) + 2 (ranks per node - 1) hops.
+TEST(Tuner, TheTreeRunsOnlyWhenAskedAndCountsItsDepth) {
+  for (int nodes : {1, 2, 3, 8, 16}) {
+    for (int per : {1, 2, 4}) {
+      const int n = nodes * per;
+      if (n < 2) continue;
+      TunerInput in = input(Coll::AllReduce, n, 8, {LinkKind::Network, 0});
+      in.executorProtocols = kAllProtocols;
+      in.nNodes = nodes;
+      in.ranksPerNode = per;
+      for (uint64_t bytes : sizes()) {
+        in.bytes = bytes;
+        ASSERT_STRNE(tune(in).best.algorithm->name, "tree") << describe(in);
+      }
+      TuningConstraints t = parsed("allreduce:tree", nullptr);
+      in.constraints = &t;
+      EXPECT_STREQ(tune(in).best.algorithm->name, "tree") << describe(in);
+      // Host memory at 0 bytes: one CPU hop per tree hop.
+      in.hostMemory = true;
+      in.bytes = 0;
+      int log2 = 0;
+      while ((1 << log2) < nodes) ++log2;
+      const Algorithm* tree = findAlgorithm("tree");
+      const Algorithm* ring = findAlgorithm("ring");
+      const double perHop = estimateMicroseconds(in, ring, Protocol::Simple, 1) / (2 * (n - 1));
+      EXPECT_DOUBLE_EQ(estimateMicroseconds(in, tree, Protocol::Simple, 1), perHop * 2 * (log2 + per - 1))
+          << describe(in);
+      in.coll = Coll::Broadcast;
+      EXPECT_DOUBLE_EQ(estimateMicroseconds(in, tree, Protocol::Simple, 1), perHop * (log2 + per - 1)) << describe(in);
+    }
   }
 }
 
