@@ -193,7 +193,7 @@ ncclResult_t UcxNetImpl::start() {
   std::string failure;  // why this rank cannot use UCX: sent instead of an address
   ucp_address_t* address = nullptr;
   size_t addressBytes = 0;
-  if (failure.empty()) {
+  {
     ucp_config_t* config = nullptr;
     ucs_status_t s = api_->configRead(nullptr, nullptr, &config);
     std::string ifName;
@@ -267,7 +267,7 @@ bool UcxNetImpl::finished(Pending& p, ucs_status_t* status, ucp_tag_recv_info_t*
 }
 
 // Posted with a result: nullptr (done at once), an error, or a request to poll.
-bool posted(const ucx::Api* api, ucs_status_ptr_t r, Pending* p, ucs_status_t* error) {
+bool posted(ucs_status_ptr_t r, Pending* p, ucs_status_t* error) {
   p->posted = true;
   if (UCS_PTR_IS_ERR(r)) {
     *error = UCS_PTR_STATUS(r);
@@ -275,7 +275,6 @@ bool posted(const ucx::Api* api, ucs_status_ptr_t r, Pending* p, ucs_status_t* e
     return false;
   }
   p->request = r;
-  (void)api;
   return true;
 }
 
@@ -299,7 +298,7 @@ bool UcxNetImpl::progressSend(SendConn& c) {
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FIELD_RECV_INFO;
     p.recv_info.tag_info = &c.creditInfo;
-    if (!posted(api_, api_->tagRecvNbx(worker_, &c.credit, sizeof c.credit, tagOf(kCredit, c.channel, c.peer, 0), kFullMask, &p),
+    if (!posted(api_->tagRecvNbx(worker_, &c.credit, sizeof c.credit, tagOf(kCredit, c.channel, c.peer, 0), kFullMask, &p),
                 &c.creditRecv, &s)) {
       failConn(c.peer, "posting a credit receive", s);
       c.failed = true;
@@ -315,7 +314,7 @@ bool UcxNetImpl::progressSend(SendConn& c) {
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
     p.datatype = ucp_dt_make_iov();
-    if (!posted(api_, api_->tagSendNbx(links_[c.peer].ep, c.iov[i], 2, tagOf(kData, c.channel, comm_->rank, c.sent), &p),
+    if (!posted(api_->tagSendNbx(links_[c.peer].ep, c.iov[i], 2, tagOf(kData, c.channel, comm_->rank, c.sent), &p),
                 &c.sends[i], &s)) {
       failConn(c.peer, "sending", s);
       c.failed = true;
@@ -357,7 +356,7 @@ bool UcxNetImpl::progressRecv(RecvConn& c) {
     p.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_RECV_INFO;
     p.datatype = ucp_dt_make_iov();
     p.recv_info.tag_info = &c.info[i];  // required by ucp_tag_recv_request_test; not read
-    if (!posted(api_, api_->tagRecvNbx(worker_, c.iov[i], 2, tagOf(kData, c.channel, c.peer, c.posted), kFullMask, &p),
+    if (!posted(api_->tagRecvNbx(worker_, c.iov[i], 2, tagOf(kData, c.channel, c.peer, c.posted), kFullMask, &p),
                 &c.recvs[i], &s)) {
       failConn(c.peer, "posting a receive", s);
       c.failed = true;
@@ -394,7 +393,7 @@ bool UcxNetImpl::progressRecv(RecvConn& c) {
   if (linkUp && !c.creditSend.posted && head > c.creditSent) {
     c.creditOut = head;
     ucp_request_param_t p{};
-    if (!posted(api_, api_->tagSendNbx(links_[c.peer].ep, &c.creditOut, sizeof c.creditOut,
+    if (!posted(api_->tagSendNbx(links_[c.peer].ep, &c.creditOut, sizeof c.creditOut,
                                        tagOf(kCredit, c.channel, comm_->rank, 0), &p),
                 &c.creditSend, &s)) {
       failConn(c.peer, "sending credits", s);

@@ -93,20 +93,27 @@ ncclResult_t mapSegment(const char* name, bool create, void** out) {
 
 HostTransport::~HostTransport() { close(true); }
 
+ncclResult_t HostTransport::attachNetwork(const ConnKey& key, bool send) {
+  auto [channel, peer] = key;
+  if (!comm_->net) return fail(ncclInternalError, "rank %d: no network transport to rank %d", comm_->rank, peer);
+  Segment seg;
+  seg.base = newLocalFifo();
+  if (!seg.base) return fail(ncclSystemError, "host transport: out of memory (%zu bytes)", FifoLayout::kBytes);
+  seg.ownedHeap = true;
+  new (seg.base) FifoControl();
+  (send ? sendSegments_ : recvSegments_)[key] = seg;
+  BRAID_CHECK(send ? comm_->net->addSender(channel, peer, seg.base) : comm_->net->addReceiver(channel, peer, seg.base));
+  (send ? sends_ : recvs_)[key].base = seg.base;
+  return ncclSuccess;
+}
+
 ncclResult_t HostTransport::offerReceivers(const std::set<ConnKey>& recvs) {
   for (const ConnKey& key : recvs) {
     if (recvs_.count(key) || pendingRecvs_.count(key)) continue;
     auto [channel, peer] = key;
     Segment seg;
     if (otherHost(comm_, peer)) {  // no offer: each end has its own FIFO, the proxy joins them
-      if (!comm_->net) return fail(ncclInternalError, "rank %d: no network transport to rank %d", comm_->rank, peer);
-      seg.base = newLocalFifo();
-      if (!seg.base) return fail(ncclSystemError, "host transport: out of memory (%zu bytes)", FifoLayout::kBytes);
-      seg.ownedHeap = true;
-      new (seg.base) FifoControl();
-      recvSegments_[key] = seg;
-      BRAID_CHECK(comm_->net->addReceiver(channel, peer, seg.base));
-      recvs_[key].base = seg.base;
+      BRAID_CHECK(attachNetwork(key, /*send=*/false));
       continue;
     }
     Offer offer{};
@@ -135,15 +142,7 @@ ncclResult_t HostTransport::attachSenders(const std::set<ConnKey>& sends) {
     if (sends_.count(key)) continue;
     auto [channel, peer] = key;
     if (otherHost(comm_, peer)) {
-      if (!comm_->net) return fail(ncclInternalError, "rank %d: no network transport to rank %d", comm_->rank, peer);
-      Segment seg;
-      seg.base = newLocalFifo();
-      if (!seg.base) return fail(ncclSystemError, "host transport: out of memory (%zu bytes)", FifoLayout::kBytes);
-      seg.ownedHeap = true;
-      new (seg.base) FifoControl();
-      sendSegments_[key] = seg;
-      BRAID_CHECK(comm_->net->addSender(channel, peer, seg.base));
-      sends_[key].base = seg.base;
+      BRAID_CHECK(attachNetwork(key, /*send=*/true));
       continue;
     }
     Offer offer{};

@@ -51,6 +51,9 @@ class HostTransport {
     bool ownedHeap = false;  // allocated here: for a same-process peer, or either end of a network link
     std::string shmName;     // still linked until the sender acknowledged
   };
+  // One end of a connection to another host: a FIFO of its own, handed to the UCX proxy.
+  ncclResult_t attachNetwork(const ConnKey& key, bool send);
+
   ncclComm* comm_;
   std::map<ConnKey, HostConnection> sends_, recvs_;
   std::map<ConnKey, Segment> recvSegments_, sendSegments_;
