@@ -9,6 +9,7 @@
 
 #include "core/cuda_scope.h"
 #include "core/log.h"
+#include "kernels/graph_work.h"
 #include "kernels/kernel_entry.h"
 #include "kernels/pack.h"
 #include "kernels/work_cache.h"
@@ -50,19 +51,16 @@ ncclResult_t enqueueKernel(const Launch& w, const PackedLaunch& p, const PackedK
   if (blob.size() <= kInlineWorkBytes) {
     std::memcpy(params.inlineWork, blob.data(), blob.size());
     e = launchKernel();
-  } else if (w.workCache != nullptr && !capturing(w.stream)) {
+  } else if (capturing(w.stream)) {  // the graph may replay long after this call: graph_work.h
+    if (w.graphWork == nullptr) return fail(ncclInternalError, "executor: %zu bytes of work to capture, and no GraphWork to keep them", blob.size());
+    e = w.graphWork->capture(blob, w.stream, &params.spilledWork);
+    if (e != cudaSuccess) return fail(ncclUnhandledCudaError, "executor: keeping %zu bytes of work for the graph being captured: %s", blob.size(), cudaGetErrorString(e));
+    e = launchKernel();
+  } else {
+    if (w.workCache == nullptr) return fail(ncclInternalError, "executor: %zu bytes of work, and no WorkCache to upload them", blob.size());
     e = w.workCache->get(blob, w.stream, &params.spilledWork);
     if (e == cudaSuccess) e = launchKernel();
     if (e == cudaSuccess) e = w.workCache->used(params.spilledWork, w.stream);
-  } else {  // uploaded for this launch alone (in a graph: memory nodes the graph owns)
-    unsigned char* spilled = nullptr;
-    e = cudaMallocAsync(reinterpret_cast<void**>(&spilled), blob.size(), w.stream);
-    if (e != cudaSuccess) return fail(ncclUnhandledCudaError, "executor: cudaMallocAsync(%zu) for the work: %s", blob.size(), cudaGetErrorString(e));
-    e = uploadBlob(spilled, blob.data(), blob.size(), w.stream);
-    params.spilledWork = spilled;
-    if (e == cudaSuccess) e = launchKernel();
-    cudaError_t f = cudaFreeAsync(spilled, w.stream);
-    if (e == cudaSuccess) e = f;
   }
   if (e != cudaSuccess) return fail(ncclUnhandledCudaError, "executor: kernel launch (%u lanes, %zu work bytes): %s", k.nBlocks, blob.size(), cudaGetErrorString(e));
   return ncclSuccess;

@@ -3,10 +3,9 @@
 //
 // Plain C++ (no CUDA syntax), so any component can include it. A launch only enqueues: it
 // never synchronises the host, and it is graph-capturable: everything the kernel needs is
-// passed by value in kernel parameters, or, for large plans, uploaded into stream-ordered
-// device memory by a kernel whose parameters carry it (cudaMallocAsync/cudaFreeAsync, which
-// become graph memory nodes under capture), or, outside capture, kept in a WorkCache and
-// reused by the next launch with the same work.
+// passed by value in kernel parameters, or, for large plans, uploaded into device memory by a
+// kernel whose parameters carry it: outside capture into a WorkCache (reused by the next
+// launch with the same work), under capture into a GraphWork buffer that the graph holds.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -58,6 +57,7 @@ struct RecvConn {
 };
 
 class WorkCache;
+class GraphWork;
 
 struct Launch {
   int cudaDev = 0;
@@ -77,8 +77,9 @@ struct Launch {
   int slicesPerStep = 2;                         // FIFO slices a large step is cut into; equal on all
                                                  // ranks; capped at the connections' nSlots / 2.
                                                  // 2 beat 1, 4 and 8 on the H200 (perf/NOTES.md)
-  WorkCache* workCache = nullptr;                // keeps uploaded work for later launches
-                                                 // (work_cache.h); null: upload per launch
+  WorkCache* workCache = nullptr;                // uploads work too large for the parameters
+                                                 // (work_cache.h); needed for such launches
+  GraphWork* graphWork = nullptr;                // the same under graph capture (graph_work.h)
 };
 
 // Enqueues the work: one kernel per element type present (ops that only move bytes share

@@ -7,7 +7,7 @@
 
 namespace braid::kernels {
 
-WorkCache::WorkCache(size_t maxEntries, size_t maxBytes) : maxEntries_(std::max<size_t>(1, maxEntries)), maxBytes_(maxBytes) {}
+WorkCache::WorkCache(size_t maxEntries, size_t maxBytes) : maxEntries_(maxEntries), maxBytes_(maxBytes) {}
 
 WorkCache::~WorkCache() {
   // The owner has drained or aborted the work (GpuResources::close synchronises the device
@@ -16,7 +16,26 @@ WorkCache::~WorkCache() {
     (void)cudaFree(e.device);
     (void)cudaEventDestroy(e.lastUse);
   }
+  if (pool_ != nullptr) (void)cudaMemPoolDestroy(pool_);
   (void)cudaGetLastError();
+}
+
+cudaError_t WorkCache::makePool() {
+  int dev = 0;
+  if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
+  cudaMemPoolProps props = {};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = dev;
+  if (cudaError_t e = cudaMemPoolCreate(&pool_, &props); e != cudaSuccess) {
+    pool_ = nullptr;
+    return e;
+  }
+  int no = 0;
+  uint64_t keep = UINT64_MAX;  // the cache bounds the bytes; unmapping at each sync would only cost
+  cudaError_t e = cudaMemPoolSetAttribute(pool_, cudaMemPoolReuseAllowInternalDependencies, &no);
+  if (e == cudaSuccess) e = cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep);
+  return e;
 }
 
 cudaError_t WorkCache::get(const std::vector<unsigned char>& blob, cudaStream_t stream, const unsigned char** device) {
@@ -36,7 +55,8 @@ cudaError_t WorkCache::get(const std::vector<unsigned char>& blob, cudaStream_t 
   Entry e;
   cudaError_t err = cudaEventCreateWithFlags(&e.lastUse, cudaEventDisableTiming);
   if (err != cudaSuccess) return err;
-  err = cudaMallocAsync(reinterpret_cast<void**>(&e.device), blob.size(), stream);
+  if (pool_ == nullptr) err = makePool();
+  if (err == cudaSuccess) err = cudaMallocFromPoolAsync(reinterpret_cast<void**>(&e.device), blob.size(), pool_, stream);
   if (err == cudaSuccess) err = uploadBlob(e.device, blob.data(), blob.size(), stream);
   // Recorded now too, so that another stream waits for the upload even if the kernel that
   // follows is never enqueued.
@@ -57,10 +77,15 @@ cudaError_t WorkCache::get(const std::vector<unsigned char>& blob, cudaStream_t 
 
 cudaError_t WorkCache::used(const unsigned char* device, cudaStream_t stream) {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (Entry& e : entries_)
-    if (e.device == device) {
-      e.stream = stream;
-      return cudaEventRecord(e.lastUse, stream);
+  for (auto it = entries_.begin(); it != entries_.end(); ++it)
+    if (it->device == device) {
+      it->stream = stream;
+      if (maxEntries_ > 0) return cudaEventRecord(it->lastUse, stream);
+      const cudaError_t err = cudaFreeAsync(it->device, stream);  // after the kernel, in its stream
+      (void)cudaEventDestroy(it->lastUse);
+      deviceBytes_ -= it->bytes.size();
+      entries_.erase(it);
+      return err;
     }
   return cudaSuccess;
 }

@@ -9,7 +9,12 @@
 // Order: the device copy is read by kernels on any stream. Each entry keeps an event after its
 // latest use; a launch on another stream waits for it (so for the upload too), and an entry
 // is freed stream-ordered after that event. Not for work captured into a CUDA graph (the graph
-// may replay after the entry is gone): the launcher uploads those per launch.
+// may replay after the entry is gone): graph_work.h keeps those.
+//
+// The copies come from a memory pool of the cache's own that never lets an allocation wait
+// for another stream: the device's default pool may reuse a block freed on stream A for an
+// allocation on stream B by making B wait for A's work, and when A's work is a kernel that
+// waits for B's next kernel (ranks on one GPU), the two never finish.
 // Plain C++ header.
 #pragma once
 #include <cuda_runtime_api.h>
@@ -29,6 +34,7 @@ class WorkCache {
   };
 
   // Keeps at most maxEntries blobs and maxBytes of device memory (the least recently used go).
+  // maxEntries 0 keeps nothing: each copy is freed after the kernel that used it.
   explicit WorkCache(size_t maxEntries = 32, size_t maxBytes = size_t(8) << 20);
   ~WorkCache();  // frees the device copies: the work that reads them must be done or aborted
   WorkCache(const WorkCache&) = delete;
@@ -51,9 +57,11 @@ class WorkCache {
     uint64_t tick = 0;                 // for least-recently-used eviction
   };
   cudaError_t evictFor(size_t bytes, cudaStream_t stream);
+  cudaError_t makePool();  // on the current device, at the first upload
   cudaError_t freeEntry(Entry& e, cudaStream_t stream);
 
   mutable std::mutex mutex_;
+  cudaMemPool_t pool_ = nullptr;
   std::vector<Entry> entries_;
   size_t maxEntries_, maxBytes_, deviceBytes_ = 0;
   uint64_t tick_ = 0;

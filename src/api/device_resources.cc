@@ -79,6 +79,7 @@ ncclResult_t GpuResources::create(ncclComm* comm, GpuResources** out) {
   res->ordered128_ = transport::ordered128Everywhere(p2pPeers, comm->rank, env::getInt("NCCL_P2P_DISABLE", 0) != 0,
                                                      transport::cudaGpuQueries());
   res->workCache_ = std::make_unique<kernels::WorkCache>();
+  res->graphWork_ = std::make_unique<kernels::GraphWork>();
   *out = res.release();
   return ncclSuccess;
 }
@@ -177,7 +178,13 @@ void GpuResources::close(bool abort) {
       BRAID_INFO(kInit | kAlloc, "rank %d: launch work kept on the GPU: reused %llu times, uploaded %llu, evicted %llu",
                  comm_->rank, (unsigned long long)st.hits, (unsigned long long)st.misses, (unsigned long long)st.evictions);
     }
+    if (graphWork_) {
+      const kernels::GraphWork::Stats st = graphWork_->stats();
+      BRAID_INFO(kInit | kAlloc, "rank %d: work of captured launches: %zu buffers, %zu bytes, reused %zu times",
+                 comm_->rank, st.buffers, st.bytes, st.reused);
+    }
     workCache_.reset();  // nothing reads the kept work any more
+    graphWork_.reset();  // nor the captured work: a graph must not replay after its communicator
     for (auto& t : transports_)
       if (!abort) t->close();
     transports_.clear();

@@ -12,6 +12,7 @@
 #include "algo/protocol.h"
 #include "core/comm.h"
 #include "kernels/executor.h"
+#include "kernels/graph_work.h"
 #include "kernels/work_cache.h"
 #include "transport/p2p.h"
 
@@ -51,6 +52,7 @@ class GpuResources final : public DeviceResources {
   size_t bytesAllocated() const;
   // Device copies of large launches' work, reused by calls that repeat them.
   kernels::WorkCache* workCache() const { return workCache_.get(); }
+  kernels::GraphWork* graphWork() const { return graphWork_.get(); }
   void close(bool abort) override;
   void signalAbort() override {
     if (abortHost_) *abortHost_ = 1;
@@ -75,6 +77,7 @@ class GpuResources final : public DeviceResources {
   uint32_t* errorDev_ = nullptr;
   std::vector<bool> sameGpu_;  // by rank
   std::unique_ptr<kernels::WorkCache> workCache_;
+  std::unique_ptr<kernels::GraphWork> graphWork_;
 };
 
 }  // namespace braid::api

@@ -221,6 +221,7 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
   L.abortFlag = cl.res->abortWordDevice();
   L.errorOut = cl.res->errorWordDevice();
   L.workCache = cl.res->workCache();
+  L.graphWork = cl.res->graphWork();
   if (cl.slicesPerStep > 0) L.slicesPerStep = cl.slicesPerStep;
   L.peersOnThisGpu = !cl.res->anyHostStaged();
   for (const GpuResources::Links* links : {&cl.sends, &cl.recvs})

@@ -84,6 +84,20 @@ CollCall allReduceCall(float* in, float* out, size_t count, int nChannels) {
   return c;
 }
 
+// How many memory-allocation nodes a graph holds.
+size_t memoryNodes(cudaGraph_t graph) {
+  size_t n = 0;
+  if (!GPU_OK(cudaGraphGetNodes(graph, nullptr, &n))) return ~size_t(0);
+  std::vector<cudaGraphNode_t> nodes(n);
+  if (n > 0 && !GPU_OK(cudaGraphGetNodes(graph, nodes.data(), &n))) return ~size_t(0);
+  size_t allocs = 0;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type;
+    if (GPU_OK(cudaGraphNodeGetType(node, &type)) && type == cudaGraphNodeTypeMemAlloc) ++allocs;
+  }
+  return allocs;
+}
+
 // The tests below that run once per protocol.
 class GpuProtocolTest : public ::testing::TestWithParam<algo::Protocol> {
  protected:
@@ -117,6 +131,7 @@ TEST_P(GpuProtocolTest, GraphCaptureReplay100) {
     ncclResult_t e = g->enqueue(r, {allReduceCall(buf.in[r], buf.out[r], count, o.nChannels)}, proto);
     ASSERT_TRUE(GPU_OK(cudaStreamEndCapture(g->stream(r), &graph)));
     ASSERT_EQ(e, ncclSuccess);
+    EXPECT_EQ(memoryNodes(graph), 0u) << "rank " << r << ": captured work must not use graph memory nodes (graph_work.h)";
     ASSERT_TRUE(GPU_OK(cudaGraphInstantiate(&execs[r], graph, 0)));
     (void)cudaGraphDestroy(graph);
   }
@@ -134,8 +149,35 @@ TEST_P(GpuProtocolTest, GraphCaptureReplay100) {
   EXPECT_EQ(buf.wrongSums(1, count), 0u) << "after 100 replays";
   for (int r = 0; r < g->nRanks(); ++r) EXPECT_EQ(g->deviceError(r), 0u);
   for (auto e : execs) (void)cudaGraphExecDestroy(e);
-  std::printf("SUMMARY graph %s replays=100 ranks=4 count=%zu avg_replay_us=%.1f\n", algo::protocolName(proto), count,
-              secs / 100 * 1e6);
+  // Work too large for the kernel parameters (LL's and Simple's here; LL128's plan has fewer
+  // steps and fits) lives in GraphWork buffers; destroying the graphs hands them back, and the
+  // next capture of the same call reuses them instead of allocating.
+  std::vector<kernels::GraphWork::Stats> made(g->nRanks());
+  for (int r = 0; r < g->nRanks(); ++r) made[r] = g->graphWork(r)->stats();
+  if (proto != algo::Protocol::LL128)
+    for (int r = 0; r < g->nRanks(); ++r) EXPECT_GE(made[r].buffers, 1u) << "rank " << r << ": the work was expected to spill";
+  auto released = [&] {  // user objects' destructors run on CUDA's own thread, soon after
+    for (int r = 0; r < g->nRanks(); ++r)
+      if (g->graphWork(r)->stats().idle != made[r].buffers) return false;
+    return true;
+  };
+  for (auto t = Clock::now(); !released() && Clock::now() - t < std::chrono::seconds(5);)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(released()) << "destroyed graphs did not hand their work buffers back within 5 s";
+  for (int r = 0; r < g->nRanks(); ++r) {
+    ASSERT_TRUE(GPU_OK(cudaSetDevice(g->device(r))));
+    cudaGraph_t graph;
+    ASSERT_TRUE(GPU_OK(cudaStreamBeginCapture(g->stream(r), cudaStreamCaptureModeThreadLocal)));
+    ncclResult_t e = g->enqueue(r, {allReduceCall(buf.in[r], buf.out[r], count, o.nChannels)}, proto);
+    ASSERT_TRUE(GPU_OK(cudaStreamEndCapture(g->stream(r), &graph)));
+    ASSERT_EQ(e, ncclSuccess);
+    (void)cudaGraphDestroy(graph);
+    const kernels::GraphWork::Stats now = g->graphWork(r)->stats();
+    EXPECT_EQ(now.buffers, made[r].buffers) << "rank " << r << ": a second capture allocated again";
+    if (made[r].buffers > 0) EXPECT_GT(now.reused, made[r].reused) << "rank " << r;
+  }
+  std::printf("SUMMARY graph %s replays=100 ranks=4 count=%zu avg_replay_us=%.1f work_buffers=%zu reused=%zu\n",
+              algo::protocolName(proto), count, secs / 100 * 1e6, made[0].buffers, g->graphWork(0)->stats().reused);
 }
 
 // Rank 0 never runs its part; the others wait until the host raises the abort flag, then

@@ -32,7 +32,8 @@ std::unique_ptr<RankGroup> RankGroup::create(const GroupOptions& options) {
   for (int r = 0; r < n; ++r) {
     if (!GPU_OK(cudaSetDevice(g->device(r)))) return nullptr;
     if (!GPU_OK(cudaStreamCreateWithFlags(&g->streams_[r], cudaStreamNonBlocking))) return nullptr;
-    if (options.workCacheEntries > 0) g->caches_.push_back(std::make_unique<kernels::WorkCache>(options.workCacheEntries));
+    g->caches_.push_back(std::make_unique<kernels::WorkCache>(options.workCacheEntries));
+    g->graphWork_.push_back(std::make_unique<kernels::GraphWork>());
   }
   std::vector<transport::P2pPeerInfo> peers(n);
   for (int r = 0; r < n; ++r) {
@@ -91,6 +92,7 @@ RankGroup::~RankGroup() {
   for (size_t r = 0; r < caches_.size(); ++r) {  // cudaFree waits for the work that reads them
     (void)cudaSetDevice(device(int(r)));
     caches_[r].reset();
+    graphWork_[r].reset();
   }
   for (cudaStream_t s : streams_) (void)cudaStreamDestroy(s);
   if (abortFlag_ != nullptr) (void)cudaFreeHost(const_cast<uint32_t*>(abortFlag_));
@@ -231,6 +233,7 @@ ncclResult_t RankGroup::enqueue(int rank, const std::vector<CollCall>& calls, al
     launch.recvs.push_back(rc);
   }
   launch.workCache = workCache(rank);
+  launch.graphWork = graphWork_[rank].get();
   return kernels::launch(launch);
 }
 

@@ -14,6 +14,7 @@
 #include "algo/algorithm.h"
 #include "gpu_present.h"
 #include "kernels/executor.h"
+#include "kernels/graph_work.h"
 #include "kernels/work_cache.h"
 #include "thread_bootstrap.h"
 #include "transport/p2p.h"
@@ -42,7 +43,7 @@ struct GroupOptions {
   int nDevices = 1;  // ranks are spread round-robin over this many GPUs
   int threadsPerBlock = 512;
   int slicesPerStep = 2;  // kernels::Launch::slicesPerStep
-  size_t workCacheEntries = 32;  // per rank, as the API keeps (kernels::WorkCache); 0: none
+  size_t workCacheEntries = 32;  // per rank, as the API keeps (kernels::WorkCache); 0: keep none
 };
 
 // One collective of one rank, as the test describes it.
@@ -92,8 +93,10 @@ class RankGroup {
   // counters (where the ranks stand), raises the abort flag, waits, and returns false.
   bool waitOrAbort(double seconds);
   size_t fifoBytesPerRank() const;  // every protocol's
-  // Rank `rank`'s kept work (null without one).
-  kernels::WorkCache* workCache(int rank) const { return caches_.empty() ? nullptr : caches_[rank].get(); }
+  // Rank `rank`'s kept work.
+  kernels::WorkCache* workCache(int rank) const { return caches_[rank].get(); }
+  // Rank `rank`'s buffers for captured work.
+  kernels::GraphWork* graphWork(int rank) const { return graphWork_[rank].get(); }
 
  private:
   RankGroup() = default;
@@ -106,7 +109,8 @@ class RankGroup {
   std::atomic<bool> saidNoLL128_{false};
   volatile uint32_t* abortFlag_ = nullptr;
   uint32_t* errors_ = nullptr;
-  std::vector<std::unique_ptr<kernels::WorkCache>> caches_;
+  std::vector<std::unique_ptr<kernels::WorkCache>> caches_;  // per rank
+  std::vector<std::unique_ptr<kernels::GraphWork>> graphWork_;
 };
 
 }  // namespace braid::gputest
