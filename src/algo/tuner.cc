@@ -221,8 +221,13 @@ int p2pParts(const TunerInput& in, Protocol protocol) {
   (void)protocol;
   if (in.hostMemory) return 1;
   // The same on both ends whatever their GPU: only the size and the communicator's busiest GPU.
+  // A send and a recv of a group run 2 x parts blocks, and the blocks of all the ranks on a GPU
+  // wait for each other, so all of them must fit on it at once: at most the channel cap (the SMs
+  // over the ranks per GPU) for the pair. 8 processes on one H200 with 32 parts (64 blocks
+  // each, 512 in all) hung in nccl-tests' sendrecv_perf from 16 MB (perf/NOTES.md).
+  const uint64_t pairCap = static_cast<uint64_t>(std::max(1, channelCap(in) / 2));
   return static_cast<int>(std::min<uint64_t>(channelsWanted(in.bytes, bytesPerChannel(in)),
-                                             static_cast<uint64_t>(kTable.maxP2pParts)));
+                                             std::min<uint64_t>(kTable.maxP2pParts, pairCap)));
 }
 
 double estimateMicroseconds(const TunerInput& in, const Algorithm* algorithm, Protocol protocol, int channels) {

@@ -63,8 +63,12 @@ int channels(uint64_t bytes, int ranksPerGpu, int sms, int minCTAs, int maxCTAs)
   const int cap = std::clamp(std::min(64, sms / std::max(1, ranksPerGpu)), minCTAs, maxCTAs);
   return static_cast<int>(std::min<uint64_t>(channelsWanted(bytes, ranksPerGpu == 1 ? 64 * KiB : 512 * KiB), cap));
 }
-int p2pParts(uint64_t bytes, int ranksPerGpu) {
-  return static_cast<int>(std::min<uint64_t>(channelsWanted(bytes, ranksPerGpu == 1 ? 64 * KiB : 512 * KiB), 32));
+// Since the tuner: at most half the channel cap, so that a send/recv pair's blocks of every rank
+// on a GPU fit on it together.
+int p2pParts(uint64_t bytes, int ranksPerGpu, int sms, int minCTAs, int maxCTAs) {
+  const int cap = std::clamp(std::min(64, sms / std::max(1, ranksPerGpu)), minCTAs, maxCTAs);
+  return static_cast<int>(std::min<uint64_t>(channelsWanted(bytes, ranksPerGpu == 1 ? 64 * KiB : 512 * KiB),
+                                             std::min(32, std::max(1, cap / 2))));
 }
 const Algorithm* algorithm(Coll coll, int nRanks, uint64_t bytes) {
   if (coll == Coll::AllReduce && nRanks == 2 && bytes <= 64 * KiB) return findAlgorithm("direct");
@@ -97,7 +101,8 @@ TEST(Tuner, SimpleOnlyGivesTodaysChoices) {
               ASSERT_TRUE(r.warning.empty()) << r.warning;
               if (coll == Coll::SendRecv) {
                 ASSERT_EQ(c.algorithm, nullptr);
-                ASSERT_EQ(c.channels, today::p2pParts(bytes, rpg));
+                ASSERT_EQ(c.channels, today::p2pParts(bytes, rpg, caps.sms, caps.minCTAs, caps.maxCTAs));
+                ASSERT_LE(2 * c.channels * rpg, std::max(2 * rpg, caps.sms)) << "a send/recv pair's blocks must fit the GPU";
               } else {
                 ASSERT_EQ(c.algorithm, today::algorithm(coll, n, bytes)) << name(c);
                 ASSERT_EQ(c.channels, today::channels(bytes, rpg, caps.sms, caps.minCTAs, caps.maxCTAs));
@@ -136,7 +141,12 @@ TEST(Tuner, ChannelRule) {
   in.maxChannels = 8;
   EXPECT_EQ(collectiveChannels(in, Protocol::Simple), 8);
   in.coll = Coll::SendRecv;
+  EXPECT_EQ(p2pParts(in, Protocol::Simple), 4);  // half the 8 channels: the pair's two blocks each
+  in.maxChannels = 64;
   EXPECT_EQ(p2pParts(in, Protocol::Simple), 32);
+  in.sms = 132;
+  in.ranksPerGpu = 8;  // 16 channels a rank: 8 parts, 16 blocks a rank, 128 on the GPU
+  EXPECT_EQ(p2pParts(in, Protocol::Simple), 8);
   in.hostMemory = true;  // the CPU engine: one lane
   EXPECT_EQ(collectiveChannels(in, Protocol::Simple), 1);
 }
