@@ -55,9 +55,11 @@ struct CostTable {
 
 inline constexpr CostTable kTable{
     // launchUs: Simple = 1-rank calls back to back, 8 B-2 MB: 5.4-6.2 us (one H200, a kernel and
-    // its work; perf/NOTES.md "fourth session"). LL, LL128 = Simple plus NCCL's differences of
-    // base latency (Ring: LL 6.6, LL128 14.0, Simple 8.4 us).
-    .launchUs = {4.2, 11.6, 6.0},
+    // its work; perf/NOTES.md "fourth session"). LL, LL128: fitted with hopUs's same-GPU row to
+    // nccl-tests under MPS on one H200 (2026-12-01, perf/NOTES.md "nccl-tests under MPS"): LL ring
+    // 22.7 us (4 ranks, 6 hops) and 55 (8 ranks, 14 hops) from 128 B to 8 KB, LL direct of 2 ranks
+    // no faster than Simple's (12-16 against 10-13 us); LL128 ring 25 us on 4 ranks.
+    .launchUs = {8.0, 7.0, 6.0},
     .efficiency = {0.5, 120.0 / 128.0, 1.0},
     // LL: NCCL's llMaxBw for Hopper in one node (141 GB/s).
     .maxGbps = {141.0, 0.0, 0.0},
@@ -78,16 +80,22 @@ inline constexpr CostTable kTable{
     // again (each hop crosses PCIe twice); Network = NvLink + NCCL's NET-NVLink difference (14.0 - 3.4).
     // LL, LL128: Simple's value plus NCCL's difference of that hardware's ring latency
     // (NVLink: LL 0.6, LL128 1.9, Simple 3.4; PCI: 1.0, 2.5, 5.7; NET: 2.7, 4.0, 14.0).
-    .hopUs = {{1.2, 2.5, 4.0},    // SameGpu (NCCL's NVLink differences)
+    // SameGpu: the fit above for LL and LL128; Simple ring 27.8 us (4 ranks) and 57.9 (8 ranks) at
+    // 128 B-8 KB, direct 10.5 (2 ranks), in the same run: ~3.6 us a hop. A hop costs about the
+    // same in every protocol: the interpreter's work per step, not the protocol's handshake, is
+    // what these calls wait for (CUDA-graph runs, GPU time alone: LL 6.3 us, Simple 7.4, 2 ranks).
+    .hopUs = {{3.0, 3.2, 3.6},    // SameGpu (measured, above)
               {2.5, 3.8, 5.3},    // NvLink
               {2.9, 4.4, 7.6},    // Pcie (LL128 never runs there)
               {3.3, 5.0, 9.9},    // HostStaged (Pcie + NCCL's PCI-NVLink difference)
               {4.6, 5.9, 15.9}},  // Network (NvLink + NCCL's NET-NVLink difference)
-    // Simple: SameGpu = 2 ranks on one H200, 256 KB all-reduce on 1 channel: 30 us (issue 13);
+    // SameGpu: 4 ranks' ring on one channel from 8 KB to 256 KB under MPS (same run as launchUs):
+    // LL 5.5, LL128 9, Simple 12.7 GB/s of payload (formerly 8, 36.7, 16: assumed).
+    // Simple: formerly SameGpu = 2 ranks on one H200, 256 KB all-reduce on 1 channel: 30 us (issue 13);
     // NvLink = 2 H200s, 8 MB all-reduce on 16 channels: 56.2 us (perf/NOTES.md; "a block moves
     // ~10-20 GB/s over NVLink"); the others as NvLink (not measured; the link is narrower anyway).
     // LL: Simple's times LL's efficiency (assumed). LL128: NCCL's perChMaxRingLL128Bw (Hopper 36.7).
-    .perChannelGbps = {{8.0, 36.7, 16.0},
+    .perChannelGbps = {{5.5, 9.0, 12.7},
                        {6.5, 36.7, 13.0},
                        {6.5, 36.7, 13.0},
                        {6.5, 36.7, 13.0},

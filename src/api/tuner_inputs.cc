@@ -112,6 +112,12 @@ LinkFacts linkFacts(const topo::System& sys, const std::vector<RankPlace>& ranks
   return f;
 }
 
+algo::ProtocolSet defaultProtocols(const LinkFacts& links) {
+  algo::ProtocolSet set = algo::protocolBit(algo::Protocol::Simple);
+  if (algo::combine(links.ring, links.mesh).kind == algo::LinkKind::SameGpu) set |= algo::protocolBit(algo::Protocol::LL);
+  return set;
+}
+
 std::string describeHops(const algo::Hops& h) {
   char buf[64];
   if (h.gbps > 0) std::snprintf(buf, sizeof(buf), "%s %.1f GB/s", algo::linkKindName(h.kind), h.gbps);

@@ -17,9 +17,6 @@ namespace braid::api {
 // launch still falls back to Simple (GpuResources::usableProtocol).
 constexpr algo::ProtocolSet kExecutorProtocols =
     algo::protocolBit(algo::Protocol::LL) | algo::protocolBit(algo::Protocol::LL128) | algo::protocolBit(algo::Protocol::Simple);
-// What the tuner may pick when NCCL_PROTO is unset: Simple until LL and LL128 pass the H200
-// matrix (tests/gpu/run.sh); NCCL_PROTO=LL, LL128 or a list runs them now.
-constexpr algo::ProtocolSet kDefaultProtocols = algo::protocolBit(algo::Protocol::Simple);
 
 struct RankPlace {
   uint64_t host = 0;
@@ -45,6 +42,13 @@ struct LinkFacts {
 // mesh and ranksPerGpu.
 LinkFacts linkFacts(const topo::System& sys, const std::vector<RankPlace>& ranks, const std::vector<int>& ring, int self,
                     bool p2pDisabled);
+
+// What the tuner may pick when NCCL_PROTO is unset: where it was measured to pay. Simple
+// everywhere; LL too when every hop is on one GPU (nccl-tests under MPS on one H200, 2026-12-01:
+// LL ring 14-23 us against Simple's 20-28 us from 8 B to 32 KB on 4 ranks, 19-56 against 32-58
+// on 8; perf/NOTES.md). LL128 was slower than Simple from 64 KB and than LL below there, and
+// neither has been measured over NVLink or PCIe yet: NCCL_PROTO runs them.
+algo::ProtocolSet defaultProtocols(const LinkFacts& links);
 
 // "NVLink 370.8 GB/s" (the tuner's default shown as "? GB/s").
 std::string describeHops(const algo::Hops& h);

@@ -51,7 +51,7 @@ ncclResult_t CommTuning::create(ncclComm* comm, std::unique_ptr<CommTuning>* out
     BRAID_INFO(kTuning | kInit, "rank 0: tuner inputs: ring %s; every pair %s; %d ranks on the busiest GPU; %d SMs; executor "
                "protocols %s", describeHops(t->links_.ring).c_str(), describeHops(t->links_.mesh).c_str(),
                t->links_.ranksPerGpu, t->sms_,
-               algo::describeProtocols(t->protoAsked_ ? kExecutorProtocols : kDefaultProtocols).c_str());
+               algo::describeProtocols(t->protocols()).c_str());
   *out = std::move(t);
   return ncclSuccess;
 }
@@ -70,7 +70,7 @@ algo::TunerResult CommTuning::choose(const Task& t) {
   if (t.coll == algo::Coll::SendRecv && t.root >= 0 && static_cast<size_t>(t.root) < links_.toRank.size())
     in.mesh = links_.toRank[static_cast<size_t>(t.root)];
   in.sms = sms_;
-  in.executorProtocols = protoAsked_ ? kExecutorProtocols : kDefaultProtocols;
+  in.executorProtocols = protocols();
   in.minChannels = comm_->config.minCTAs;
   in.maxChannels = comm_->config.maxCTAs;
   in.hostMemory = !t.onDevice;

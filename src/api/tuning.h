@@ -36,7 +36,8 @@ class CommTuning {
   LinkFacts links_;
   int sms_ = 0;
   int nNodes_ = 1, ranksPerNode_ = 0;  // from comm->nodeOf, for the tree's depth
-  bool protoAsked_ = false;  // NCCL_PROTO set: every protocol the executor runs (else kDefaultProtocols)
+  bool protoAsked_ = false;  // NCCL_PROTO set: every protocol the executor runs (else defaultProtocols)
+  algo::ProtocolSet protocols() const { return protoAsked_ ? kExecutorProtocols : defaultProtocols(links_); }
   std::mutex loggedMutex_;
   // (collective, device memory, algorithm, protocol, channels, slices); protocol -1: a warning.
   std::set<std::tuple<int, bool, const algo::Algorithm*, int, int, int>> logged_;

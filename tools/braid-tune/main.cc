@@ -218,7 +218,8 @@ int main(int argc, char** argv) {
   in.ring = links.ring;
   in.mesh = coll == algo::Coll::SendRecv ? links.toRank[1] : links.mesh;
   in.sms = sms;
-  in.executorProtocols = api::kExecutorProtocols;
+  // As the library: NCCL_PROTO chooses among all the executor runs; unset, the defaults.
+  in.executorProtocols = ncclProto ? api::kExecutorProtocols : api::defaultProtocols(links);
   in.constraints = &constraints;
 
   struct Row {
@@ -255,8 +256,9 @@ int main(int argc, char** argv) {
   else
     std::printf("# ring%s: %s; every pair: %s; %d SMs per GPU%s\n", order.c_str(), api::describeHops(links.ring).c_str(),
                 api::describeHops(links.mesh).c_str(), sms, sms == 132 ? " (assumed; --sms)" : "");
-  std::printf("# protocols: the choice over those the executor runs (%s) that these links allow (LL128 only over "
-              "same-GPU and NVLink hops)\n", algo::describeProtocols(api::kExecutorProtocols).c_str());
+  std::printf("# protocols: the choice over %s (%s) that these links allow (LL128 only over same-GPU and NVLink "
+              "hops)\n", ncclProto ? "those the executor runs" : "braid's defaults for these links (NCCL_PROTO widens it)",
+              algo::describeProtocols(in.executorProtocols).c_str());
   if (ncclAlgo || ncclProto)
     std::printf("# NCCL_ALGO=%s NCCL_PROTO=%s\n", ncclAlgo ? ncclAlgo : "(unset)", ncclProto ? ncclProto : "(unset)");
   for (const std::string& n : notes) std::printf("# note: %s\n", n.c_str());

@@ -96,7 +96,7 @@ TEST(BraidTune, EveryTopologyFileGivesATable) {
       SCOPED_TRACE(f + " " + ranks);
       ASSERT_EQ(run.exitCode, 0) << run.out;
       EXPECT_NE(run.out.find("# braid-tune: AllReduce"), std::string::npos) << run.out;
-      EXPECT_NE(run.out.find("# protocols: the choice over those the executor runs"), std::string::npos) << run.out;
+      EXPECT_NE(run.out.find("# protocols: the choice over braid's defaults"), std::string::npos) << run.out;
       expectPowersOfTwo(rowsOf(run.out), 8, 1 << 20, f);
     }
   }
@@ -112,22 +112,38 @@ TEST(BraidTune, EveryCollective) {
   }
 }
 
+TEST(BraidTune, DefaultProtocolsAreTheLibrarys) {
+  const std::string data = BRAID_TOPO_DATA;
+  // Ranks on one GPU: LL for small calls, Simple for large ones.
+  ToolRun run = braidTune("--topo '" + data + "/nccl-xml/h200-1gpu-vm-dump.xml' --ranks 4 --max 64M");
+  ASSERT_EQ(run.exitCode, 0) << run.out;
+  ASSERT_FALSE(rowsOf(run.out).empty()) << run.out;
+  EXPECT_EQ(rowsOf(run.out).front().protocol, "LL") << run.out;
+  EXPECT_EQ(rowsOf(run.out).back().protocol, "Simple") << run.out;
+  for (const Row& r : rowsOf(run.out)) EXPECT_NE(r.protocol, "LL128") << r.bytes;
+  // Across GPUs nothing but Simple has been measured: Simple only, unless NCCL_PROTO says more.
+  run = braidTune("--topo '" + data + "/nccl-xml/vastai-hgx-h200-8gpu.xml' --ranks 8 --max 64M");
+  ASSERT_EQ(run.exitCode, 0) << run.out;
+  for (const Row& r : rowsOf(run.out)) EXPECT_EQ(r.protocol, "Simple") << r.bytes;
+}
+
 TEST(BraidTune, ProtocolRules) {
   const std::string data = BRAID_TOPO_DATA;
+  const std::string all = "NCCL_PROTO=LL,LL128,Simple";  // the rules among every protocol
   // Small calls take LL, the largest Simple.
-  ToolRun run = braidTune("--topo '" + data + "/nccl-xml/vastai-hgx-h200-8gpu.xml' --ranks 2 --max 64M");
+  ToolRun run = braidTune("--topo '" + data + "/nccl-xml/vastai-hgx-h200-8gpu.xml' --ranks 2 --max 64M", all);
   ASSERT_EQ(run.exitCode, 0) << run.out;
   ASSERT_FALSE(rowsOf(run.out).empty()) << run.out;
   EXPECT_EQ(rowsOf(run.out).front().protocol, "LL") << run.out;
   EXPECT_EQ(rowsOf(run.out).back().protocol, "Simple") << run.out;
   // All protocols over NVLink: LL somewhere, LL128 allowed.
-  run = braidTune("--topo '" + data + "/nccl-xml/vastai-hgx-h200-8gpu.xml' --ranks 8 --max 64M");
+  run = braidTune("--topo '" + data + "/nccl-xml/vastai-hgx-h200-8gpu.xml' --ranks 8 --max 64M", all);
   ASSERT_EQ(run.exitCode, 0) << run.out;
   bool ll = false;
   for (const Row& r : rowsOf(run.out)) ll = ll || r.protocol == "LL";
   EXPECT_TRUE(ll) << run.out;
   // A PCIe machine (4 RTX 4090s) and host staging: never LL128.
-  for (const char* env : {"", "NCCL_P2P_DISABLE=1"}) {
+  for (const std::string env : {all, all + " NCCL_P2P_DISABLE=1"}) {
     run = braidTune("--topo '" + data + "/nccl-xml/rtx4090-4gpu-pcie-epyc-nps4.xml' --max 1G", env);
     ASSERT_EQ(run.exitCode, 0) << run.out;
     for (const Row& r : rowsOf(run.out)) {
@@ -135,7 +151,7 @@ TEST(BraidTune, ProtocolRules) {
       EXPECT_EQ(r.runnerUp.find("LL128"), std::string::npos) << env << " " << r.bytes;
     }
   }
-  run = braidTune("--topo '" + data + "/nccl-xml/vastai-hgx-h200-8gpu.xml' --max 1M", "NCCL_P2P_DISABLE=1");
+  run = braidTune("--topo '" + data + "/nccl-xml/vastai-hgx-h200-8gpu.xml' --max 1M", all + " NCCL_P2P_DISABLE=1");
   EXPECT_NE(run.out.find("host-staged"), std::string::npos) << run.out;
 }
 
