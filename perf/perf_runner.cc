@@ -237,7 +237,8 @@ class BenchmarkRank {
     report_.options = o_;
     report_.args = s_.commandLine;
     print("# braid-perf: " + std::string(check::collectiveName(o_.coll)) + ", " + std::to_string(s_.nRanks) +
-          " ranks, " + report_.memory + " memory, NCCL library version " + std::to_string(version));
+          " ranks, " + report_.memory + " memory, library " + report_.library + " (" +
+          (ncclLibraryFile().empty() ? "file unknown" : ncclLibraryFile()) + "), NCCL API version " + std::to_string(version));
     print(ranksLine(report_.ranks, s_.threads));
     if (!s_.threads && printing()) {
       auto env = [](const char* name) { return static_cast<const char*>(std::getenv(name)); };

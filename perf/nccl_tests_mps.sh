@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The unmodified nccl-tests on one GPU, ranks as MPI processes sharing it under MPS (issue 13's
+# measurement): braid under LD_PRELOAD with each protocol forced (NCCL_PROTO) and with the
+# tuner's choice, 2/4/8 processes; then 1 rank, braid beside the real NCCL in the same run.
+# For the GPU machine (it has mpicc and the real NCCL); builds nccl-tests there first.
+#   perf/nccl_tests_mps.sh BRAID_DIR NCCL_TESTS_TOOLS OUT_DIR
+# BRAID_DIR holds libbraid.so (a build, or tests/gpu/pack.sh's copy); NCCL_TESTS_TOOLS is a
+# folder with tools/nccl-tests.sh and third_party/nccl-tests (../shared's layout); logs go to
+# OUT_DIR/<coll>-np<N>-<proto>.log, and OUT_DIR/summary.txt gets one line per run.
+# Environment: DEADLINE (seconds from start; runs that would pass it are skipped, default 500),
+# COLLS, NPS, PROTOS (space-separated; defaults: every collective, 2 4 8, tuner LL LL128 Simple),
+# GRAPH_NPS (all-reduce also under nccl-tests' -G 20, CUDA graphs: GPU time without the host's;
+# default "2 4"; empty: none), ALGO_RUNS (all-reduce 8 B-1 MB with PROTO/ALGO forced; default LL/direct
+# LL/twoshot Simple/direct), ARGS (nccl-tests size flags; default -b 8 -e 64M -f 2).
+set -u
+braid="$(cd "$1" && pwd)"; tools="$(cd "$2" && pwd)"; out="$3"
+mkdir -p "$out"
+start=$SECONDS; deadline=${DEADLINE:-500}
+summary="$out/summary.txt"; : > "$summary"
+export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+lib="$braid/libbraid.so"
+[ -f "$lib" ] || { echo "nccl_tests_mps.sh: no $lib" >&2; exit 2; }
+
+nt="$out/.bin"
+if ! bash "$tools/tools/nccl-tests.sh" "$nt" mpi > "$out/build.log" 2>&1; then
+  echo "nccl-tests build failed:"; tail -20 "$out/build.log"; exit 1
+fi
+echo "nccl-tests built in $((SECONDS - start)) s"
+
+# MPS for the processes sharing GPU 0 (started here unless it runs already; stopped at the end).
+mps_started=0
+if ! pgrep -x nvidia-cuda-mps-control >/dev/null 2>&1; then
+  nvidia-cuda-mps-control -d && mps_started=1 && sleep 1
+fi
+trap '[ $mps_started = 1 ] && echo quit | nvidia-cuda-mps-control' EXIT
+echo "MPS: $(pgrep -x nvidia-cuda-mps-control >/dev/null && echo running || echo NOT running)"
+
+# One run: LABEL NP PRELOAD(0/1) PROTO BINARY EXTRA-ARGS...
+run() {
+  local label="$1" np="$2" preload="$3" proto="$4" bin="$5"; shift 5
+  local left=$((deadline - (SECONDS - start)))
+  if [ "$left" -lt 25 ]; then echo "$label skipped (deadline)" | tee -a "$summary"; return; fi
+  local envs=(-x NCCL_TESTS_DEVICE=0 -x NCCL_NVLS_ENABLE=0)
+  [ "$preload" = 1 ] && envs+=(-x LD_PRELOAD="$lib")
+  case "$proto" in
+    tuner|nccl) ;;
+    */*) envs+=(-x NCCL_PROTO="${proto%/*}" -x NCCL_ALGO="${proto#*/}") ;;  # PROTO/ALGO, e.g. LL/direct
+    *) envs+=(-x NCCL_PROTO="$proto") ;;
+  esac
+  local t0=$SECONDS rc
+  # shellcheck disable=SC2086  # ARGS is a list of flags
+  timeout $((left < 90 ? left : 90)) mpirun --oversubscribe -np "$np" "${envs[@]}" "$nt/$bin" -g 1 ${ARGS:--b 8 -e 64M -f 2} "$@" \
+    > "$out/$label.log" 2>&1
+  rc=$?
+  echo "$label rc=$rc $((SECONDS - t0))s $(grep -E 'Out of bounds values|Avg bus bandwidth' "$out/$label.log" | tr -s ' ' | paste -sd ';' -)" |
+    tee -a "$summary"
+}
+
+for coll in ${COLLS:-all_reduce all_gather reduce_scatter broadcast sendrecv}; do
+  for np in ${NPS:-2 4 8}; do
+    for proto in ${PROTOS:-tuner LL LL128 Simple}; do run "$coll-np$np-$proto" "$np" 1 "$proto" "${coll}_perf"; done
+  done
+  # 1 rank: braid and the real NCCL (no LD_PRELOAD), one after the other.
+  run "$coll-np1-braid" 1 1 tuner "${coll}_perf"
+  run "$coll-np1-nccl" 1 0 nccl "${coll}_perf"
+  [ "$coll" = all_reduce ] || continue
+  for np in ${NPS:-2 4 8}; do  # one-hop and two-hop algorithms below 1 MB, forced
+    for pa in ${ALGO_RUNS-LL/direct LL/twoshot Simple/direct}; do
+      run "all_reduce-np$np-${pa/\//-}" "$np" 1 "$pa" all_reduce_perf -b 8 -e 1M
+    done
+  done
+  for np in ${GRAPH_NPS-2 4}; do
+    for proto in ${PROTOS:-tuner LL LL128 Simple}; do run "all_reduce-np$np-$proto-graph" "$np" 1 "$proto" all_reduce_perf -G 20; done
+  done
+done
+rm -rf "$nt"
+echo "done in $((SECONDS - start)) s"
