@@ -37,6 +37,45 @@ struct BlockShared {
   int abort;                    // thread 0 gave up waiting (abort flag)
 };
 
+// Thread 0's copy of where the lane's current send and recv connections stand (their own
+// steps, and the head last seen): loaded when a step names another connection, written back
+// when it changes and when the lane ends. Lanes run most of their steps on one pair of
+// connections (every step of a ring), so such a step loads and stores none of these words; no
+// other lane uses the same connection, and the next kernel reads them only after this one ends.
+// Keyed by index, not by pointer: holding pointers into the kernel parameters here made CUDA
+// 13.0's cicc crash (segmentation fault).
+struct ConnCache {
+  int sendConn, recvConn;  // indices into the launch's tables (kNoConn: none held)
+  uint64_t sendStep, seenHead, recvStep;
+};
+
+__device__ inline void flushSend(const ConnCache& k, const DevSendEnd* sends) {
+  if (k.sendConn == kNoConn) return;
+  uint64_t* head = sends[k.sendConn].head;
+  *ownStep(head) = k.sendStep;
+  *lastSeen(head) = k.seenHead;
+}
+__device__ inline void flushRecv(const ConnCache& k, const DevRecvEnd* recvs) {
+  if (k.recvConn != kNoConn) *ownStep(recvs[k.recvConn].tail) = k.recvStep;
+}
+// Makes `k` hold the step's connections (either may be kNoConn), writing back the ones it drops.
+__device__ inline void useConns(ConnCache& k, const DevSendEnd* sends, const DevRecvEnd* recvs, int sendConn,
+                                int recvConn) {
+  if (sendConn != k.sendConn) {
+    flushSend(k, sends);
+    k.sendConn = sendConn;
+    if (sendConn != kNoConn) {
+      k.sendStep = *ownStep(sends[sendConn].head);
+      k.seenHead = *lastSeen(sends[sendConn].head);
+    }
+  }
+  if (recvConn != k.recvConn) {
+    flushRecv(k, recvs);
+    k.recvConn = recvConn;
+    if (recvConn != kNoConn) k.recvStep = *ownStep(recvs[recvConn].tail);
+  }
+}
+
 struct LaneContext {
   const KernelParams* params;
   const DevSendEnd* sends;
@@ -57,7 +96,7 @@ __device__ inline bool llCleanStep(uint64_t step, uint32_t nSlots) {
 // protocol that waits by counter), the block moves the slice, thread 0 posts.
 template <class P, class E, class Op>
 __device__ bool runConnectedStep(const LaneContext& c, const DevStep& s, SliceArgs a, const Combiner<E, Op>& combine,
-                                 BlockShared& sh) {
+                                 BlockShared& sh, ConnCache& cache) {
   using Raw = typename E::Raw;
   const KernelParams& p = *c.params;
   const DevSendEnd* out = s.sendConn != kNoConn ? &c.sends[s.sendConn] : nullptr;
@@ -69,11 +108,10 @@ __device__ bool runConnectedStep(const LaneContext& c, const DevStep& s, SliceAr
   // thread 0 alone also keeps the head it last saw (in shared memory: fewer registers).
   uint64_t sendStep = 0, recvStep = 0;
   if (threadIdx.x == 0) {
-    if (out != nullptr) {
-      sendStep = *ownStep(out->head);
-      sh.seenHead = *lastSeen(out->head);
-    }
-    if (in != nullptr) recvStep = *ownStep(in->tail);
+    useConns(cache, c.sends, c.recvs, s.sendConn, s.recvConn);
+    sendStep = cache.sendStep;
+    recvStep = cache.recvStep;
+    sh.seenHead = cache.seenHead;
   }
   for (uint64_t off = 0; off < s.count; off += sliceElems) {
     const bool first = off == 0;
@@ -115,17 +153,18 @@ __device__ bool runConnectedStep(const LaneContext& c, const DevStep& s, SliceAr
   }
   if (threadIdx.x == 0) {
     if (out != nullptr) {
-      *ownStep(out->head) = sendStep;
-      *lastSeen(out->head) = sh.seenHead;
+      cache.sendStep = sendStep;
+      cache.seenHead = sh.seenHead;
     }
-    if (in != nullptr) *ownStep(in->tail) = recvStep;
+    if (in != nullptr) cache.recvStep = recvStep;
   }
   return true;
 }
 
 // Runs one step. Returns false when the lane must stop (abort).
 template <class P, class E, class Op>
-__device__ bool runStep(const LaneContext& c, const DevStep& s, const Combiner<E, Op>& combine, BlockShared& sh) {
+__device__ bool runStep(const LaneContext& c, const DevStep& s, const Combiner<E, Op>& combine, BlockShared& sh,
+                        ConnCache& cache) {
   using Raw = typename E::Raw;
   Raw* src = s.src != kNoBufIndex ? static_cast<Raw*>(c.buffers[s.src]) + s.srcOff : nullptr;
   Raw* dst = s.dst != kNoBufIndex ? static_cast<Raw*>(c.buffers[s.dst]) + s.dstOff : nullptr;
@@ -148,7 +187,7 @@ __device__ bool runStep(const LaneContext& c, const DevStep& s, const Combiner<E
     __syncthreads();
     return true;
   }
-  return runConnectedStep<P>(c, s, a, combine, sh);
+  return runConnectedStep<P>(c, s, a, combine, sh, cache);
 }
 
 template <class P, class E, class Op>
@@ -166,12 +205,22 @@ __device__ bool runLane(const LaneContext& c, const DevStep* steps, uint32_t nSt
     }
     combine.scalar = E::load(bits);
   }
+  ConnCache cache{kNoConn, kNoConn, 0, 0, 0};  // thread 0's
+  bool ok = true;
   for (uint32_t i = 0; i < nSteps; ++i) {
     const DevStep s = steps[i];
     if (s.count == 0) continue;
-    if (!runStep<P>(c, s, combine, sh)) return false;
+    if (!runStep<P>(c, s, combine, sh, cache)) {
+      ok = false;
+      break;
+    }
   }
-  return true;
+  // Also after an abort: the words then say where each connection stopped.
+  if (threadIdx.x == 0) {
+    flushSend(cache, c.sends);
+    flushRecv(cache, c.recvs);
+  }
+  return ok;
 }
 
 template <ElemType T, class P>
