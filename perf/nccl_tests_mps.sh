@@ -11,7 +11,9 @@
 # COLLS, NPS, PROTOS (space-separated; defaults: every collective, 2 4 8, tuner LL LL128 Simple),
 # GRAPH_NPS (all-reduce also under nccl-tests' -G 20, CUDA graphs: GPU time without the host's;
 # default "2 4"; empty: none), ALGO_RUNS (all-reduce 8 B-1 MB with PROTO/ALGO forced; default LL/direct
-# LL/twoshot Simple/direct), ARGS (nccl-tests size flags; default -b 8 -e 64M -f 2).
+# LL/twoshot Simple/direct), ARGS (nccl-tests size flags; default -b 8 -e 64M -f 2), EXTRA_ENV
+# (VAR=VALUE ... given to every rank, e.g. NCCL_MIN_CTAS=8), SUFFIX (added to the run labels),
+# NT_BIN (where nccl-tests' binaries are kept between runs; default: built in OUT_DIR, removed).
 set -u
 braid="$(cd "$1" && pwd)"; tools="$(cd "$2" && pwd)"; out="$3"
 mkdir -p "$out"
@@ -21,11 +23,13 @@ export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIR
 lib="$braid/libbraid.so"
 [ -f "$lib" ] || { echo "nccl_tests_mps.sh: no $lib" >&2; exit 2; }
 
-nt="$out/.bin"
-if ! bash "$tools/tools/nccl-tests.sh" "$nt" mpi > "$out/build.log" 2>&1; then
-  echo "nccl-tests build failed:"; tail -20 "$out/build.log"; exit 1
+nt="${NT_BIN:-$out/.bin}"  # NT_BIN: a folder of nccl-tests binaries to reuse (built there if absent)
+if [ ! -x "$nt/all_reduce_perf" ]; then
+  if ! bash "$tools/tools/nccl-tests.sh" "$nt" mpi > "$out/build.log" 2>&1; then
+    echo "nccl-tests build failed:"; tail -20 "$out/build.log"; exit 1
+  fi
+  echo "nccl-tests built in $((SECONDS - start)) s"
 fi
-echo "nccl-tests built in $((SECONDS - start)) s"
 
 # MPS for the processes sharing GPU 0 (started here unless it runs already; stopped at the end).
 mps_started=0
@@ -37,10 +41,11 @@ echo "MPS: $(pgrep -x nvidia-cuda-mps-control >/dev/null && echo running || echo
 
 # One run: LABEL NP PRELOAD(0/1) PROTO BINARY EXTRA-ARGS...
 run() {
-  local label="$1" np="$2" preload="$3" proto="$4" bin="$5"; shift 5
+  local label="$1${SUFFIX:-}" np="$2" preload="$3" proto="$4" bin="$5"; shift 5
   local left=$((deadline - (SECONDS - start)))
   if [ "$left" -lt 25 ]; then echo "$label skipped (deadline)" | tee -a "$summary"; return; fi
-  local envs=(-x NCCL_TESTS_DEVICE=0 -x NCCL_NVLS_ENABLE=0)
+  local envs=(-x NCCL_TESTS_DEVICE=0 -x NCCL_NVLS_ENABLE=0) kv
+  for kv in ${EXTRA_ENV:-}; do envs+=(-x "$kv"); done
   [ "$preload" = 1 ] && envs+=(-x LD_PRELOAD="$lib")
   case "$proto" in
     tuner|nccl) ;;
@@ -73,5 +78,5 @@ for coll in ${COLLS:-all_reduce all_gather reduce_scatter broadcast sendrecv}; d
     for proto in ${PROTOS:-tuner LL LL128 Simple}; do run "all_reduce-np$np-$proto-graph" "$np" 1 "$proto" all_reduce_perf -G 20; done
   done
 done
-rm -rf "$nt"
+[ -z "${NT_BIN:-}" ] && rm -rf "$nt"
 echo "done in $((SECONDS - start)) s"

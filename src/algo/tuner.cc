@@ -102,10 +102,6 @@ int channelCap(const TunerInput& in) {
   return std::max(in.minChannels, std::min(cap, in.maxChannels));
 }
 
-uint64_t bytesPerChannel(const TunerInput& in) {
-  return in.ranksPerGpu <= 1 ? kTable.fineBytesPerChannel : kTable.coarseBytesPerChannel;
-}
-
 bool considered(Coll coll, const Algorithm* a, int nRanks, uint64_t bytes) {
   const Known& k = known();
   for (size_t i = 0; i < std::size(tuning::kConsidered); ++i) {
@@ -213,8 +209,10 @@ uint64_t channelsWanted(uint64_t bytes, uint64_t perChannel) {
 int collectiveChannels(const TunerInput& in, Protocol protocol) {
   (void)protocol;  // one rule for every protocol until they are measured apart
   if (in.hostMemory) return 1;  // one progress thread runs every lane: more would only cut finer
-  return static_cast<int>(std::min<uint64_t>(channelsWanted(in.bytes, bytesPerChannel(in)),
-                                             static_cast<uint64_t>(channelCap(in))));
+  // config.minCTAs (NCCL_MIN_CTAS) is a floor, as in NCCL; the cap is never below it.
+  const uint64_t wanted = std::min<uint64_t>(channelsWanted(in.bytes, kTable.fineBytesPerChannel),
+                                             static_cast<uint64_t>(channelCap(in)));
+  return static_cast<int>(std::max<uint64_t>(wanted, static_cast<uint64_t>(std::max(1, in.minChannels))));
 }
 
 int p2pParts(const TunerInput& in, Protocol protocol) {
@@ -226,7 +224,7 @@ int p2pParts(const TunerInput& in, Protocol protocol) {
   // over the ranks per GPU) for the pair. 8 processes on one H200 with 32 parts (64 blocks
   // each, 512 in all) hung in nccl-tests' sendrecv_perf from 16 MB (perf/NOTES.md).
   const uint64_t pairCap = static_cast<uint64_t>(std::max(1, channelCap(in) / 2));
-  return static_cast<int>(std::min<uint64_t>(channelsWanted(in.bytes, bytesPerChannel(in)),
+  return static_cast<int>(std::min<uint64_t>(channelsWanted(in.bytes, kTable.fineBytesPerChannel),
                                              std::min<uint64_t>(kTable.maxP2pParts, pairCap)));
 }
 

@@ -58,7 +58,7 @@ struct TunerInput {
   Hops mesh;                   // every pair of ranks: direct, twoshot; SendRecv: the hop to the peer
   int sms = 0;                 // SMs per GPU (0 = unknown: no SM limit below 64 channels)
   ProtocolSet executorProtocols = protocolBit(Protocol::Simple);
-  int minChannels = 1;         // config.minCTAs: raises the channel cap
+  int minChannels = 1;         // config.minCTAs: the fewest channels of a collective (and raises the cap)
   int maxChannels = 64;        // config.maxCTAs
   bool hostMemory = false;     // the CPU engine runs it (host buffers): one lane, no protocol choice
   const TuningConstraints* constraints = nullptr;  // NCCL_ALGO / NCCL_PROTO; nullptr = none

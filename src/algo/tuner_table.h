@@ -35,8 +35,8 @@ struct CostTable {
   double defaultGbps[kNumLinkKinds];
 
   // ---- channels ----
-  uint64_t fineBytesPerChannel;    // one rank per GPU, up to fineChannels
-  uint64_t coarseBytesPerChannel;  // ranks that share a GPU; and past fineChannels
+  uint64_t fineBytesPerChannel;    // up to fineChannels
+  uint64_t coarseBytesPerChannel;  // past fineChannels
   int fineChannels;
   int maxChannels;                 // per rank
   int maxP2pParts;                 // per send or recv
@@ -109,8 +109,11 @@ inline constexpr CostTable kTable{
     // NVLink: 128 KiB-8 MiB calls waited on a handful of blocks; 2 H200s: 0.2-0.7 of NCCL's speed
     // with a block per 512 KiB), then one per 512 KiB: each lane costs host time on every call,
     // which only calls of several MiB hide (2 MiB all-reduce: 36 us on 16 channels, 65-86 on 32;
-    // 8 MiB: 56 on 16, 95-137 on 64; from 32 MiB 64 were fastest). Ranks sharing a GPU share its
-    // SMs and keep a channel per 512 KiB (perf/NOTES.md; formerly api/channels.h).
+    // 8 MiB: 56 on 16, 95-137 on 64; from 32 MiB 64 were fastest). Ranks sharing a GPU took a
+    // channel per 512 KiB until NCCL_MIN_CTAS 1/4/16 under nccl-tests (MPS, one H200, 2026-12-01)
+    // showed the same rule pays there: 2 ranks 1 MB 44.6 us on 2 channels, 22.1 on 16; 4 ranks
+    // 256 KB 58.3 on 1, 34.5 on 4; 2 MB 77.8 on 4, 44.1 on 16 (perf/NOTES.md). The cap (SMs over
+    // the ranks per GPU) still keeps their blocks on the GPU together.
     .fineBytesPerChannel = 64 << 10,
     .coarseBytesPerChannel = 512 << 10,
     .fineChannels = 16,

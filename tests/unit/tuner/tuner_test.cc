@@ -61,14 +61,16 @@ uint64_t channelsWanted(uint64_t bytes, uint64_t perChannel) {
 }
 int channels(uint64_t bytes, int ranksPerGpu, int sms, int minCTAs, int maxCTAs) {
   const int cap = std::clamp(std::min(64, sms / std::max(1, ranksPerGpu)), minCTAs, maxCTAs);
-  return static_cast<int>(std::min<uint64_t>(channelsWanted(bytes, ranksPerGpu == 1 ? 64 * KiB : 512 * KiB), cap));
+  // Since the tuner, minCTAs is also a floor (NCCL's meaning; it only raised the cap before).
+  // Ranks sharing a GPU took a channel per 512 KiB before the measurements of 2026-12-01.
+  const auto wanted = static_cast<int>(std::min<uint64_t>(channelsWanted(bytes, 64 * KiB), cap));
+  return std::max(wanted, minCTAs);
 }
 // Since the tuner: at most half the channel cap, so that a send/recv pair's blocks of every rank
 // on a GPU fit on it together.
 int p2pParts(uint64_t bytes, int ranksPerGpu, int sms, int minCTAs, int maxCTAs) {
   const int cap = std::clamp(std::min(64, sms / std::max(1, ranksPerGpu)), minCTAs, maxCTAs);
-  return static_cast<int>(std::min<uint64_t>(channelsWanted(bytes, ranksPerGpu == 1 ? 64 * KiB : 512 * KiB),
-                                             std::min(32, std::max(1, cap / 2))));
+  return static_cast<int>(std::min<uint64_t>(channelsWanted(bytes, 64 * KiB), std::min(32, std::max(1, cap / 2))));
 }
 const Algorithm* algorithm(Coll coll, int nRanks, uint64_t bytes) {
   if (coll == Coll::AllReduce && nRanks == 2 && bytes <= 64 * KiB) return findAlgorithm("direct");
