@@ -44,18 +44,18 @@ cudaError_t GraphWork::takeBuffer(size_t bytes, Buffer* out) {
   return cudaSuccess;
 }
 
-cudaError_t GraphWork::capture(const std::vector<unsigned char>& blob, cudaStream_t stream, const unsigned char** device) {
+cudaError_t GraphWork::hold(size_t bytes, cudaStream_t stream, unsigned char** device) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   cudaGraph_t graph = nullptr;
   if (cudaError_t e = cudaStreamGetCaptureInfo(stream, &status, nullptr, &graph); e != cudaSuccess) return e;
   if (status != cudaStreamCaptureStatusActive || graph == nullptr) return cudaErrorStreamCaptureInvalidated;
   Buffer b;
-  if (cudaError_t e = takeBuffer(blob.size(), &b); e != cudaSuccess) return e;
-  Hold* hold = new Hold{shared_, b};
+  if (cudaError_t e = takeBuffer(bytes, &b); e != cudaSuccess) return e;
+  Hold* h = new Hold{shared_, b};
   cudaUserObject_t object = nullptr;
-  if (cudaError_t e = cudaUserObjectCreate(&object, hold, &GraphWork::releaseHold, 1, cudaUserObjectNoDestructorSync);
+  if (cudaError_t e = cudaUserObjectCreate(&object, h, &GraphWork::releaseHold, 1, cudaUserObjectNoDestructorSync);
       e != cudaSuccess) {
-    releaseHold(hold);
+    releaseHold(h);
     return e;
   }
   if (cudaError_t e = cudaGraphRetainUserObject(graph, object, 1, cudaGraphUserObjectMove); e != cudaSuccess) {
@@ -63,8 +63,15 @@ cudaError_t GraphWork::capture(const std::vector<unsigned char>& blob, cudaStrea
     return e;
   }
   // From here the graph owns the hold: the buffer comes back when the graph is destroyed.
-  if (cudaError_t e = uploadBlob(b.device, blob.data(), blob.size(), stream); e != cudaSuccess) return e;
   *device = b.device;
+  return cudaSuccess;
+}
+
+cudaError_t GraphWork::capture(const std::vector<unsigned char>& blob, cudaStream_t stream, const unsigned char** device) {
+  unsigned char* buffer = nullptr;
+  if (cudaError_t e = hold(blob.size(), stream, &buffer); e != cudaSuccess) return e;
+  if (cudaError_t e = uploadBlob(buffer, blob.data(), blob.size(), stream); e != cudaSuccess) return e;
+  *device = buffer;
   return cudaSuccess;
 }
 

@@ -1,4 +1,5 @@
-// Device buffers for the spilled work of launches captured into CUDA graphs.
+// Device buffers that CUDA graphs hold: the spilled work of captured launches, and captured
+// scratch copies.
 //
 // Why not graph memory nodes (cudaMallocAsync under capture): a graph launch may have to map
 // or remap the physical memory of its allocations, and the driver's mapping work waits for
@@ -38,8 +39,10 @@ class GraphWork {
   GraphWork(const GraphWork&) = delete;
   GraphWork& operator=(const GraphWork&) = delete;
 
-  // A device copy of `blob` for the graph being captured on `stream`: its upload is captured
-  // there, before whatever reads it. Fails (a CUDA error) when `stream` is not capturing.
+  // A device buffer of `bytes` that the graph being captured on `stream` holds until it is
+  // destroyed. Fails (a CUDA error) when `stream` is not capturing.
+  cudaError_t hold(size_t bytes, cudaStream_t stream, unsigned char** device);
+  // hold() for a copy of `blob`: its upload is captured on `stream`, before whatever reads it.
   cudaError_t capture(const std::vector<unsigned char>& blob, cudaStream_t stream, const unsigned char** device);
 
   // Frees every buffer, also those that graphs still hold. Call with the device idle.

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/kernel_entry.h"
+#include "kernels/stream_pool.h"
 
 namespace braid::kernels {
 
@@ -23,19 +24,8 @@ WorkCache::~WorkCache() {
 cudaError_t WorkCache::makePool() {
   int dev = 0;
   if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
-  cudaMemPoolProps props = {};
-  props.allocType = cudaMemAllocationTypePinned;
-  props.location.type = cudaMemLocationTypeDevice;
-  props.location.id = dev;
-  if (cudaError_t e = cudaMemPoolCreate(&pool_, &props); e != cudaSuccess) {
-    pool_ = nullptr;
-    return e;
-  }
-  int no = 0;
-  uint64_t keep = UINT64_MAX;  // the cache bounds the bytes; unmapping at each sync would only cost
-  cudaError_t e = cudaMemPoolSetAttribute(pool_, cudaMemPoolReuseAllowInternalDependencies, &no);
-  if (e == cudaSuccess) e = cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep);
-  return e;
+  // Keep what it frees mapped: the cache bounds the bytes, and unmapping at each sync only costs.
+  return makeIsolatedPool(dev, UINT64_MAX, &pool_);
 }
 
 cudaError_t WorkCache::get(const std::vector<unsigned char>& blob, cudaStream_t stream, const unsigned char** device) {

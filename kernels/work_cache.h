@@ -11,10 +11,8 @@
 // is freed stream-ordered after that event. Not for work captured into a CUDA graph (the graph
 // may replay after the entry is gone): graph_work.h keeps those.
 //
-// The copies come from a memory pool of the cache's own that never lets an allocation wait
-// for another stream: the device's default pool may reuse a block freed on stream A for an
-// allocation on stream B by making B wait for A's work, and when A's work is a kernel that
-// waits for B's next kernel (ranks on one GPU), the two never finish.
+// The copies come from a pool of the cache's own that never makes one stream wait for another
+// (stream_pool.h).
 // Plain C++ header.
 #pragma once
 #include <cuda_runtime_api.h>

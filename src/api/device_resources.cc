@@ -11,6 +11,7 @@
 #include "core/cuda_scope.h"
 #include "core/env.h"
 #include "core/log.h"
+#include "kernels/stream_pool.h"
 #include "transport/select.h"
 
 namespace braid::api {
@@ -85,6 +86,16 @@ ncclResult_t GpuResources::create(ncclComm* comm, GpuResources** out) {
 }
 
 GpuResources::~GpuResources() { close(true); }
+
+cudaError_t GpuResources::scratch(size_t bytes, cudaStream_t stream, void** out) {
+  {
+    std::lock_guard<std::mutex> lock(scratchMutex_);
+    // Freed memory goes back to the device at synchronisations (these copies can be large).
+    if (scratchPool_ == nullptr)
+      if (cudaError_t e = kernels::makeIsolatedPool(comm_->cudaDev, 0, &scratchPool_); e != cudaSuccess) return e;
+  }
+  return cudaMallocFromPoolAsync(out, bytes, scratchPool_, stream);
+}
 
 algo::Protocol GpuResources::usableProtocol(algo::Protocol asked) {
   return kernels::usableProtocol(asked, ordered128_, comm_->rank, &saidNoLL128_);
@@ -185,6 +196,8 @@ void GpuResources::close(bool abort) {
     }
     workCache_.reset();  // nothing reads the kept work any more
     graphWork_.reset();  // nor the captured work: a graph must not replay after its communicator
+    if (scratchPool_ != nullptr) (void)cudaMemPoolDestroy(scratchPool_);  // its copies were freed after their launches
+    scratchPool_ = nullptr;
     for (auto& t : transports_)
       if (!abort) t->close();
     transports_.clear();

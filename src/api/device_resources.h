@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -53,6 +54,9 @@ class GpuResources final : public DeviceResources {
   // Device copies of large launches' work, reused by calls that repeat them.
   kernels::WorkCache* workCache() const { return workCache_.get(); }
   kernels::GraphWork* graphWork() const { return graphWork_.get(); }
+  // `bytes` of stream-ordered scratch on `stream`, from a pool that never makes one stream wait
+  // for another (kernels/stream_pool.h); free it with cudaFreeAsync. The caller's device is current.
+  cudaError_t scratch(size_t bytes, cudaStream_t stream, void** out);
   void close(bool abort) override;
   void signalAbort() override {
     if (abortHost_) *abortHost_ = 1;
@@ -78,6 +82,8 @@ class GpuResources final : public DeviceResources {
   std::vector<bool> sameGpu_;  // by rank
   std::unique_ptr<kernels::WorkCache> workCache_;
   std::unique_ptr<kernels::GraphWork> graphWork_;
+  cudaMemPool_t scratchPool_ = nullptr;  // made on first use
+  std::mutex scratchMutex_;
 };
 
 }  // namespace braid::api

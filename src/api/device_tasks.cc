@@ -90,11 +90,21 @@ void trackCalls(CommLaunch& cl, bool launched) {
 }
 
 // A stream-ordered copy of an input that the call (or group) may overwrite before it has
-// sent it; freed after the launch.
+// sent it: scratch freed after the launch, or, under capture, a buffer the graph holds (not a
+// graph memory node: kernels/graph_work.h says why).
 ncclResult_t stagedCopy(CommLaunch& cl, const Task& t, const void* src, size_t bytes, void** out) {
-  cudaError_t e = cudaMallocAsync(out, bytes, t.stream);
-  if (e != cudaSuccess) return cudaFail(t, "cudaMallocAsync (a copy of an input the call overwrites)", e);
-  cl.scratch.push_back(*out);
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cudaError_t e = cudaStreamIsCapturing(t.stream, &status);
+  if (e != cudaSuccess) return cudaFail(t, "cudaStreamIsCapturing", e);
+  if (status != cudaStreamCaptureStatusNone) {
+    unsigned char* held = nullptr;
+    e = cl.res->graphWork()->hold(bytes, t.stream, &held);
+    *out = held;
+  } else {
+    e = cl.res->scratch(bytes, t.stream, out);
+    if (e == cudaSuccess) cl.scratch.push_back(*out);
+  }
+  if (e != cudaSuccess) return cudaFail(t, "allocating a copy of an input the call overwrites", e);
   e = cudaMemcpyAsync(*out, src, bytes, cudaMemcpyDeviceToDevice, t.stream);
   return e == cudaSuccess ? ncclSuccess : cudaFail(t, "cudaMemcpyAsync (a copy of an input the call overwrites)", e);
 }

@@ -8,6 +8,8 @@
 // graph-first: the same, but the captured all-reduce is the communicator's very first call
 //        (its connections are made during the capture) and the capture mode is global, as
 //        PyTorch's default: no call of braid's may be one that a global capture forbids.
+// alltoall-graph: an in-place ncclAlltoAll captured per rank (its input copy must be a buffer
+//        the graph holds, not a graph memory node) and replayed 100 times, checked exactly.
 // abort: rank 0 enqueues an all-reduce that rank 1 never joins, waits 0.5 s and calls
 //        ncclCommAbort: it must return within 1 s, and the stream must drain within 5 s.
 //        The program must then exit cleanly.
@@ -228,6 +230,105 @@ int abortTest() {
   return ok ? 0 : 1;
 }
 
+// An in-place all-to-all captured per rank (2 ranks as threads on GPU 0): braid copies the
+// input first, and under capture that copy lives in a buffer the graph holds, never in a graph
+// memory node (whose remapping at launch can wait for the other rank's spinning kernel). Each
+// replay swaps the blocks, so odd replays give the transpose and even ones the original.
+int alltoallGraphTest() {
+  constexpr size_t kPer = (1 << 18) + 1;  // elements per peer
+  ncclComm_t comms[2];
+  int devs[2] = {0, 0};
+  NCCL_OK(ncclCommInitAll(comms, 2, devs));
+  std::barrier sync(2);
+  int failures[2] = {0, 0};
+  auto value = [](int owner, int block, size_t i) { return float(owner * 1000 + block * 10 + int(i % 7)); };
+  auto rank = [&](int r) {
+    CUDA_OK(cudaSetDevice(0));
+    cudaStream_t stream;
+    CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    float* data = nullptr;
+    CUDA_OK(cudaMalloc(&data, 2 * kPer * sizeof(float)));
+    std::vector<float> host(2 * kPer);
+    for (int b = 0; b < 2; ++b)
+      for (size_t i = 0; i < kPer; ++i) host[b * kPer + i] = value(r, b, i);
+    CUDA_OK(cudaMemcpy(data, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+    NCCL_OK(ncclAllReduce(data, data, 1, ncclFloat32, ncclMax, comms[r], stream));  // connections first
+    double took = 0;
+    if (drain(stream, 20, &took) != cudaSuccess) {
+      std::printf("FAIL rank %d: warm-up did not finish\n", r);
+      std::fflush(stdout);
+      std::_Exit(1);
+    }
+    CUDA_OK(cudaMemcpy(data, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+    sync.arrive_and_wait();
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    ncclResult_t rc = ncclAlltoAll(data, data, kPer, ncclFloat32, comms[r], stream);
+    cudaError_t endRc = cudaStreamEndCapture(stream, &graph);
+    if (rc != ncclSuccess || endRc != cudaSuccess) {
+      std::printf("FAIL rank %d: capture: ncclAlltoAll %d (%s), cudaStreamEndCapture %s\n", r, rc,
+                  ncclGetLastError(comms[r]), cudaGetErrorString(endRc));
+      std::fflush(stdout);
+      std::_Exit(1);
+    }
+    size_t n = 0;
+    CUDA_OK(cudaGraphGetNodes(graph, nullptr, &n));
+    std::vector<cudaGraphNode_t> nodes(n);
+    CUDA_OK(cudaGraphGetNodes(graph, nodes.data(), &n));
+    int allocs = 0;
+    for (cudaGraphNode_t node : nodes) {
+      cudaGraphNodeType type;
+      CUDA_OK(cudaGraphNodeGetType(node, &type));
+      allocs += type == cudaGraphNodeTypeMemAlloc;
+    }
+    if (allocs != 0) {
+      std::printf("rank %d: the captured all-to-all holds %d memory-allocation node(s)\n", r, allocs);
+      ++failures[r];
+    }
+    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    sync.arrive_and_wait();
+    auto check = [&](int replays) {
+      CUDA_OK(cudaMemcpy(host.data(), data, host.size() * sizeof(float), cudaMemcpyDeviceToHost));
+      size_t wrong = 0;
+      for (int b = 0; b < 2; ++b)
+        for (size_t i = 0; i < kPer; ++i) {
+          const float expect = replays % 2 ? value(b, r, i) : value(r, b, i);
+          if (host[b * kPer + i] != expect && wrong++ == 0)
+            std::printf("rank %d after %d replays: block %d element %zu is %g, expected %g\n", r, replays, b, i,
+                        host[b * kPer + i], expect);
+        }
+      return wrong;
+    };
+    CUDA_OK(cudaGraphLaunch(exec, stream));
+    if (drain(stream, 20, &took) != cudaSuccess) {
+      std::printf("FAIL rank %d: first replay did not finish in 20 s\n", r);
+      std::fflush(stdout);
+      std::_Exit(1);
+    }
+    failures[r] += check(1) != 0;
+    sync.arrive_and_wait();
+    for (int k = 1; k < 100; ++k) CUDA_OK(cudaGraphLaunch(exec, stream));
+    if (drain(stream, 30, &took) != cudaSuccess) {
+      std::printf("FAIL rank %d: 99 replays did not finish in 30 s\n", r);
+      std::fflush(stdout);
+      std::_Exit(1);
+    }
+    failures[r] += check(100) != 0;
+    CUDA_OK(cudaGraphExecDestroy(exec));
+    CUDA_OK(cudaGraphDestroy(graph));
+    CUDA_OK(cudaFree(data));
+    CUDA_OK(cudaStreamDestroy(stream));
+  };
+  std::thread t1(rank, 1);
+  rank(0);
+  t1.join();
+  for (ncclComm_t c : comms) NCCL_OK(ncclCommDestroy(c));
+  const bool ok = failures[0] == 0 && failures[1] == 0;
+  std::printf("SUMMARY alltoall-in-place graph 100 replays %s\n", ok ? "ok" : "WRONG");
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -237,6 +338,7 @@ int main(int argc, char** argv) {
   int rc = 0;
   if (only.empty() || only == "graph-first") rc |= graphTest(true);
   if (only.empty() || only == "graph") rc |= graphTest(false);
+  if (only.empty() || only == "alltoall-graph") rc |= alltoallGraphTest();
   if (only.empty() || only == "abort") rc |= abortTest();
   std::printf("%s\n", rc ? "FAILED" : "OK");
   std::fflush(stdout);

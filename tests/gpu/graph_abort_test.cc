@@ -154,8 +154,9 @@ TEST_P(GpuProtocolTest, GraphCaptureReplay100) {
   // next capture of the same call reuses them instead of allocating.
   std::vector<kernels::GraphWork::Stats> made(g->nRanks());
   for (int r = 0; r < g->nRanks(); ++r) made[r] = g->graphWork(r)->stats();
-  if (proto != algo::Protocol::LL128)
+  if (proto != algo::Protocol::LL128) {
     for (int r = 0; r < g->nRanks(); ++r) EXPECT_GE(made[r].buffers, 1u) << "rank " << r << ": the work was expected to spill";
+  }
   auto released = [&] {  // user objects' destructors run on CUDA's own thread, soon after
     for (int r = 0; r < g->nRanks(); ++r)
       if (g->graphWork(r)->stats().idle != made[r].buffers) return false;
@@ -174,7 +175,9 @@ TEST_P(GpuProtocolTest, GraphCaptureReplay100) {
     (void)cudaGraphDestroy(graph);
     const kernels::GraphWork::Stats now = g->graphWork(r)->stats();
     EXPECT_EQ(now.buffers, made[r].buffers) << "rank " << r << ": a second capture allocated again";
-    if (made[r].buffers > 0) EXPECT_GT(now.reused, made[r].reused) << "rank " << r;
+    if (made[r].buffers > 0) {
+      EXPECT_GT(now.reused, made[r].reused) << "rank " << r;
+    }
   }
   std::printf("SUMMARY graph %s replays=100 ranks=4 count=%zu avg_replay_us=%.1f work_buffers=%zu reused=%zu\n",
               algo::protocolName(proto), count, secs / 100 * 1e6, made[0].buffers, g->graphWork(0)->stats().reused);

@@ -31,7 +31,8 @@
 #   async-error   gpu_api_async_error: a kernel fault reported by ncclCommGetAsyncError.
 #   api-self      gpu_api_self_sendrecv: send/recv pairs to oneself run as copies (1 rank, at
 #                 copy speed; mixed groups with a peer, 2 ranks as threads).
-#   api-graph     CUDA graph (100 replays) and abort within 1 s through the API (2 threads).
+#   api-graph     CUDA graph (100 replays; also an in-place all-to-all) and abort within 1 s
+#                 through the API (2 threads).
 #   torch         PyTorch drop-in (torch_dropin.py, LD_PRELOAD), world sizes 2 and 4 on GPU 0.
 #   executor-P    gpu_executor_test for protocol P = LL, LL128, Simple: the executor alone
 #                 (ranks as threads), every collective, type and op, 1/2/4/8 ranks; Simple's
