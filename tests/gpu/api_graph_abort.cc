@@ -64,6 +64,30 @@ cudaError_t drain(cudaStream_t s, double seconds, double* took) {
   return q;
 }
 
+// drain(), or the process ends (a kernel may still spin: exit without waiting for it).
+void drainOrExit(cudaStream_t s, double seconds, int rank, const char* what) {
+  double took = 0;
+  if (drain(s, seconds, &took) == cudaSuccess) return;
+  std::printf("FAIL rank %d: %s did not finish in %.0f s\n", rank, what, seconds);
+  std::fflush(stdout);
+  std::_Exit(1);
+}
+
+// How many memory-allocation nodes a captured graph holds (braid's must hold none).
+int memoryAllocNodes(cudaGraph_t graph) {
+  size_t n = 0;
+  CUDA_OK(cudaGraphGetNodes(graph, nullptr, &n));
+  std::vector<cudaGraphNode_t> nodes(n);
+  if (n > 0) CUDA_OK(cudaGraphGetNodes(graph, nodes.data(), &n));
+  int allocs = 0;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type;
+    CUDA_OK(cudaGraphNodeGetType(node, &type));
+    allocs += type == cudaGraphNodeTypeMemAlloc;
+  }
+  return allocs;
+}
+
 constexpr size_t kCount = (1 << 20) + 3;  // odd, so that the tail is not a whole vector
 
 float initial(int rank, size_t i) { return float((rank + 1) * int(i % 5 + 1)); }
@@ -87,12 +111,7 @@ int graphTest(bool captureFirst) {
     CUDA_OK(cudaMemcpy(data, host.data(), kCount * sizeof(float), cudaMemcpyHostToDevice));
     // Warm-up outside the capture (connections are set up on first use, as NCCL users expect).
     if (!captureFirst) NCCL_OK(ncclAllReduce(scratch, scratch + kCount, kCount, ncclFloat32, ncclSum, comms[r], stream));
-    double took = 0;
-    if (drain(stream, 20, &took) != cudaSuccess) {
-      std::printf("FAIL rank %d: warm-up all-reduce did not finish\n", r);
-      std::fflush(stdout);
-      std::_Exit(1);
-    }
+    drainOrExit(stream, 20, r, "the warm-up all-reduce");
     sync.arrive_and_wait();
     cudaGraph_t graph;
     cudaGraphExec_t exec;
@@ -110,6 +129,10 @@ int graphTest(bool captureFirst) {
     }
     size_t nodes = 0;
     CUDA_OK(cudaGraphGetNodes(graph, nullptr, &nodes));
+    if (memoryAllocNodes(graph) != 0) {
+      std::printf("rank %d: the captured all-reduce holds memory-allocation nodes\n", r);
+      ++failures[r];
+    }
     CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
     if (r == 0) std::printf("captured graph: %zu node(s)\n", nodes);
     sync.arrive_and_wait();
@@ -124,22 +147,13 @@ int graphTest(bool captureFirst) {
       return wrong;
     };
     CUDA_OK(cudaGraphLaunch(exec, stream));
-    if (drain(stream, 20, &took) != cudaSuccess) {
-      std::printf("FAIL rank %d: first replay did not finish in 20 s\n", r);
-      std::fflush(stdout);
-      std::_Exit(1);
-    }
+    drainOrExit(stream, 20, r, "the first replay");
     failures[r] += check(1) != 0;
     sync.arrive_and_wait();
     auto t0 = Clock::now();
     for (int k = 1; k < 100; ++k) CUDA_OK(cudaGraphLaunch(exec, stream));
-    cudaError_t q = drain(stream, 30, &took);
+    drainOrExit(stream, 30, r, "99 replays");
     replayUs[r] = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / 99;
-    if (q != cudaSuccess) {
-      std::printf("FAIL rank %d: 99 replays did not finish in 30 s (%s)\n", r, cudaGetErrorString(q));
-      std::fflush(stdout);
-      std::_Exit(1);
-    }
     failures[r] += check(100) != 0;
     ncclResult_t async = ncclSuccess;
     NCCL_OK(ncclCommGetAsyncError(comms[r], &async));
@@ -253,12 +267,7 @@ int alltoallGraphTest() {
       for (size_t i = 0; i < kPer; ++i) host[b * kPer + i] = value(r, b, i);
     CUDA_OK(cudaMemcpy(data, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
     NCCL_OK(ncclAllReduce(data, data, 1, ncclFloat32, ncclMax, comms[r], stream));  // connections first
-    double took = 0;
-    if (drain(stream, 20, &took) != cudaSuccess) {
-      std::printf("FAIL rank %d: warm-up did not finish\n", r);
-      std::fflush(stdout);
-      std::_Exit(1);
-    }
+    drainOrExit(stream, 20, r, "the warm-up");
     CUDA_OK(cudaMemcpy(data, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
     sync.arrive_and_wait();
     cudaGraph_t graph;
@@ -272,17 +281,7 @@ int alltoallGraphTest() {
       std::fflush(stdout);
       std::_Exit(1);
     }
-    size_t n = 0;
-    CUDA_OK(cudaGraphGetNodes(graph, nullptr, &n));
-    std::vector<cudaGraphNode_t> nodes(n);
-    CUDA_OK(cudaGraphGetNodes(graph, nodes.data(), &n));
-    int allocs = 0;
-    for (cudaGraphNode_t node : nodes) {
-      cudaGraphNodeType type;
-      CUDA_OK(cudaGraphNodeGetType(node, &type));
-      allocs += type == cudaGraphNodeTypeMemAlloc;
-    }
-    if (allocs != 0) {
+    if (const int allocs = memoryAllocNodes(graph); allocs != 0) {
       std::printf("rank %d: the captured all-to-all holds %d memory-allocation node(s)\n", r, allocs);
       ++failures[r];
     }
@@ -301,19 +300,11 @@ int alltoallGraphTest() {
       return wrong;
     };
     CUDA_OK(cudaGraphLaunch(exec, stream));
-    if (drain(stream, 20, &took) != cudaSuccess) {
-      std::printf("FAIL rank %d: first replay did not finish in 20 s\n", r);
-      std::fflush(stdout);
-      std::_Exit(1);
-    }
+    drainOrExit(stream, 20, r, "the first replay");
     failures[r] += check(1) != 0;
     sync.arrive_and_wait();
     for (int k = 1; k < 100; ++k) CUDA_OK(cudaGraphLaunch(exec, stream));
-    if (drain(stream, 30, &took) != cudaSuccess) {
-      std::printf("FAIL rank %d: 99 replays did not finish in 30 s\n", r);
-      std::fflush(stdout);
-      std::_Exit(1);
-    }
+    drainOrExit(stream, 30, r, "99 replays");
     failures[r] += check(100) != 0;
     CUDA_OK(cudaGraphExecDestroy(exec));
     CUDA_OK(cudaGraphDestroy(graph));

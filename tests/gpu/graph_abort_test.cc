@@ -106,8 +106,9 @@ class GpuProtocolTest : public ::testing::TestWithParam<algo::Protocol> {
   }
 };
 
-// One all-reduce per rank captured in a graph (its plan is large enough to travel through
-// the upload kernel and graph memory nodes), replayed 100 times; the inputs change halfway.
+// One all-reduce per rank captured in a graph (LL's and Simple's plans are large enough to
+// travel through the upload kernel into GraphWork buffers), replayed 100 times; the inputs
+// change halfway.
 // Every replay continues each connection's steps (they live in memory, not in the graph), so
 // LL and LL128 flags keep growing from replay to replay.
 TEST_P(GpuProtocolTest, GraphCaptureReplay100) {
@@ -123,14 +124,19 @@ TEST_P(GpuProtocolTest, GraphCaptureReplay100) {
   const size_t count = 1 << 20;
   RankBuffers buf(*g, count);
   buf.fill(0, count);
+  // Rank r's all-reduce captured into a graph (nullptr when the capture failed).
+  auto capture = [&](int r) -> cudaGraph_t {
+    cudaGraph_t graph = nullptr;
+    if (!GPU_OK(cudaSetDevice(g->device(r))) || !GPU_OK(cudaStreamBeginCapture(g->stream(r), cudaStreamCaptureModeThreadLocal)))
+      return nullptr;
+    const ncclResult_t e = g->enqueue(r, {allReduceCall(buf.in[r], buf.out[r], count, o.nChannels)}, proto);
+    if (!GPU_OK(cudaStreamEndCapture(g->stream(r), &graph)) || e != ncclSuccess) return nullptr;
+    return graph;
+  };
   std::vector<cudaGraphExec_t> execs(g->nRanks());
   for (int r = 0; r < g->nRanks(); ++r) {
-    ASSERT_TRUE(GPU_OK(cudaSetDevice(g->device(r))));
-    cudaGraph_t graph;
-    ASSERT_TRUE(GPU_OK(cudaStreamBeginCapture(g->stream(r), cudaStreamCaptureModeThreadLocal)));
-    ncclResult_t e = g->enqueue(r, {allReduceCall(buf.in[r], buf.out[r], count, o.nChannels)}, proto);
-    ASSERT_TRUE(GPU_OK(cudaStreamEndCapture(g->stream(r), &graph)));
-    ASSERT_EQ(e, ncclSuccess);
+    cudaGraph_t graph = capture(r);
+    ASSERT_NE(graph, nullptr) << "rank " << r;
     EXPECT_EQ(memoryNodes(graph), 0u) << "rank " << r << ": captured work must not use graph memory nodes (graph_work.h)";
     ASSERT_TRUE(GPU_OK(cudaGraphInstantiate(&execs[r], graph, 0)));
     (void)cudaGraphDestroy(graph);
@@ -166,12 +172,8 @@ TEST_P(GpuProtocolTest, GraphCaptureReplay100) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_TRUE(released()) << "destroyed graphs did not hand their work buffers back within 5 s";
   for (int r = 0; r < g->nRanks(); ++r) {
-    ASSERT_TRUE(GPU_OK(cudaSetDevice(g->device(r))));
-    cudaGraph_t graph;
-    ASSERT_TRUE(GPU_OK(cudaStreamBeginCapture(g->stream(r), cudaStreamCaptureModeThreadLocal)));
-    ncclResult_t e = g->enqueue(r, {allReduceCall(buf.in[r], buf.out[r], count, o.nChannels)}, proto);
-    ASSERT_TRUE(GPU_OK(cudaStreamEndCapture(g->stream(r), &graph)));
-    ASSERT_EQ(e, ncclSuccess);
+    cudaGraph_t graph = capture(r);
+    ASSERT_NE(graph, nullptr) << "rank " << r;
     (void)cudaGraphDestroy(graph);
     const kernels::GraphWork::Stats now = g->graphWork(r)->stats();
     EXPECT_EQ(now.buffers, made[r].buffers) << "rank " << r << ": a second capture allocated again";
