@@ -8,7 +8,7 @@
 #include "api/tuning.h"
 #include "core/comm.h"
 #include "core/log.h"
-#include "host/host_transport.h"
+#include "transport/host_transport.h"
 #include "topo/topo.h"
 #include "transport/select.h"
 #include "transport/ucx_net.h"

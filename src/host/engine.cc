@@ -15,7 +15,7 @@
 #include "core/env.h"
 #include "core/log.h"
 #include "transport/host_fifo.h"
-#include "host/host_transport.h"
+#include "transport/host_transport.h"
 
 namespace braid::host {
 namespace {

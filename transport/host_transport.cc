@@ -1,4 +1,4 @@
-#include "host/host_transport.h"
+#include "transport/host_transport.h"
 
 #include <dirent.h>
 #include <fcntl.h>
