@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "transport/host_fifo.h"
 #include "host/host_transport.h"
+#include "transport/ucx_net.h"
 
 namespace braid::host {
 namespace {
@@ -226,6 +227,12 @@ ncclResult_t runPrograms(std::vector<LaneProgram>& programs) {
   auto lastProgress = Clock::now(), lastCheck = lastProgress;
   uint64_t idle = 0;
   bool departureSeen = false;
+  // Communicators with ranks on other hosts: this thread moves their network traffic itself
+  // while it runs the call (transport/ucx_net.h progress), and once more as the call ends, so
+  // that what it posted last leaves now rather than when the proxy thread wakes.
+  std::vector<transport::UcxNet*> nets;
+  for (auto& p : programs)
+    if (p.comm->net && std::find(nets.begin(), nets.end(), p.comm->net.get()) == nets.end()) nets.push_back(p.comm->net.get());
   for (;;) {
     bool allDone = true;
     int progress = 0;
@@ -239,6 +246,8 @@ ncclResult_t runPrograms(std::vector<LaneProgram>& programs) {
       if (st.finished && st.program->onFinish) BRAID_CHECK(st.program->onFinish());
       if (!st.finished) allDone = false;
     }
+    bool netMoved = false;
+    for (transport::UcxNet* net : nets) netMoved |= net->progress(/*flush=*/allDone);
     if (allDone) return ncclSuccess;
     if (progress) {
       idle = 0;
@@ -246,6 +255,7 @@ ncclResult_t runPrograms(std::vector<LaneProgram>& programs) {
       continue;
     }
     if (idle++ == 0) lastProgress = Clock::now();  // a stall starts
+    if (netMoved) continue;  // an arrival or a completion: look again before yielding
     // Nothing ready: other ranks may share our cores, so give them the CPU.
     if (idle < 32) continue;
     if (idle < 2000) sched_yield();
