@@ -42,7 +42,6 @@ const Api* api(std::string* why) {
     get(table.workerProgress, "ucp_worker_progress");
     get(table.workerGetEfd, "ucp_worker_get_efd");
     get(table.workerArm, "ucp_worker_arm");
-    get(table.workerSignal, "ucp_worker_signal");
     get(table.epCreate, "ucp_ep_create");
     get(table.epCloseNbx, "ucp_ep_close_nbx");
     get(table.tagSendNbx, "ucp_tag_send_nbx");
