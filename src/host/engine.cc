@@ -86,7 +86,7 @@ int advance(LaneState& st, ncclResult_t* error) {
       st.done = 0;
       continue;
     }
-    uint64_t sliceElems = kFifoSlotBytes / ctx.elemSize;
+    uint64_t sliceElems = hostSliceBytes(comm->net != nullptr) / ctx.elemSize;
     uint64_t n = std::min<uint64_t>(sliceElems, s.count - st.done);
     size_t bytes = n * ctx.elemSize;
     HostConnection* rc = s.recvPeer >= 0 ? comm->host->recvConn(prog.channel, s.recvPeer) : nullptr;
