@@ -79,8 +79,8 @@ inline constexpr CostTable kTable{
     // hardware's ring latency (NVLink: LL 0.6, LL128 1.9, Simple 3.4; PCI: 1.0, 2.5, 5.7).
     // Network: measured, UCX 1.13 over TCP between network namespaces over veth on a shared
     // 2-core VM (perf/NOTES.md 2026-12-01 "UCX made fast"): a 2-node x 1-rank all-reduce of 8 B,
-    // the ring's 2 hops, took 27 us (median of 5 runs, the call check beside it) -> 13 us a hop;
-    // a hop is a sendmsg through the kernel's TCP (~5 us on each side, the bulk of it). Every
+    // the ring's 2 hops, took 27 and 25.6 us (medians of 5 and 3, the call check beside it):
+    // 13 us a hop, a sendmsg through the kernel's TCP (~5 us on each side) the bulk of it. Every
     // protocol the same: no GPU protocol's handshake saving was measured there (NCCL's NET
     // differences, LL 2.7, LL128 4.0, Simple 14.0, are its GPU proxies'); LL128 never runs there.
     .hopUs = {{1.2, 2.5, 4.0},    // SameGpu (NCCL's NVLink differences)
@@ -100,11 +100,11 @@ inline constexpr CostTable kTable{
     // SameGpu: 2, 4, 8 ranks on one H200 moved 404-468, 264, 150 GB/s each (executor bench, 64 MiB-
     // 1 GiB all-reduce; perf/NOTES.md): ~1000 GB/s for the GPU. NvLink: one SM90 NVLink (NCCL 20.6).
     // Pcie, HostStaged: NCCL's PCI_BW (Gen3 x16, 12). Network: measured over the same UCX/TCP path
-    // (veth, 2-core VM): a 2-node x 1-rank ring all-reduce of 16 MB, each rank sending the whole
-    // buffer once, took 39.8 ms: 0.42 GB/s a direction (perf/NOTES.md 2026-12-01; Open MPI over
-    // the same path 0.34-0.42). A real NIC is faster: the link's measured bandwidth, when the
-    // caller knows it, replaces this.
-    .defaultGbps = {1000.0, 20.6, 12.0, 12.0, 0.42},
+    // (veth, 2-core VM, load 5): a 2-node x 1-rank ring all-reduce of 16 MB, each rank sending the
+    // whole buffer once, took 16.6 ms: 1.0 GB/s a direction (perf/NOTES.md 2026-12-01, median of
+    // 3; Open MPI over the same path in the same run 21.0-21.4 ms: 0.8). A real NIC is faster:
+    // the link's measured bandwidth, when the caller knows it, replaces this.
+    .defaultGbps = {1000.0, 20.6, 12.0, 12.0, 1.0},
 
     // A channel per 64 KiB up to 16 with one rank per GPU (a block moves only ~10-20 GB/s over
     // NVLink: 128 KiB-8 MiB calls waited on a handful of blocks; 2 H200s: 0.2-0.7 of NCCL's speed
