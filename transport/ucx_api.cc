@@ -40,6 +40,8 @@ const Api* api(std::string* why) {
     get(table.workerGetAddress, "ucp_worker_get_address");
     get(table.workerReleaseAddress, "ucp_worker_release_address");
     get(table.workerProgress, "ucp_worker_progress");
+    get(table.workerGetEfd, "ucp_worker_get_efd");
+    get(table.workerArm, "ucp_worker_arm");
     get(table.epCreate, "ucp_ep_create");
     get(table.epCloseNbx, "ucp_ep_close_nbx");
     get(table.tagSendNbx, "ucp_tag_send_nbx");

@@ -22,6 +22,8 @@ struct Api {
   decltype(&::ucp_worker_get_address) workerGetAddress;
   decltype(&::ucp_worker_release_address) workerReleaseAddress;
   decltype(&::ucp_worker_progress) workerProgress;
+  decltype(&::ucp_worker_get_efd) workerGetEfd;
+  decltype(&::ucp_worker_arm) workerArm;
   decltype(&::ucp_ep_create) epCreate;
   decltype(&::ucp_ep_close_nbx) epCloseNbx;
   decltype(&::ucp_tag_send_nbx) tagSendNbx;

@@ -6,7 +6,8 @@
 // sender as credits, so that no side writes a slot its peer has not freed.
 //   sender FIFO: tail = slots the engine posted; head = slots whose send completed.
 //   receiver FIFO: tail = slots received; head = slots the engine consumed (sent back as credit).
-// The UCP worker and every call into UCX stay on the proxy thread after init.
+// The UCP worker is used by one thread at a time after init: the proxy thread, or the engine's
+// thread inside progress(); the proxy sleeps on the worker's event file descriptor when idle.
 #pragma once
 #include <memory>
 
@@ -29,6 +30,13 @@ class UcxNet {
   // memory; it must outlive close().
   virtual ncclResult_t addSender(int channel, int peer, void* fifo) = 0;
   virtual ncclResult_t addReceiver(int channel, int peer, void* fifo) = 0;
+  // From the engine's thread while it runs a call on this communicator, and once as the call
+  // ends (`flush`): the proxy's work done on that thread, so that a slot the engine posted
+  // leaves at once and an arrival lands while the engine looks, instead of after the proxy
+  // thread is scheduled (two handoffs per hop, each a scheduler wake on a busy machine).
+  // Without `flush` it skips when the proxy is in the middle of a round; with it, it waits for
+  // that round. True when something moved.
+  virtual bool progress(bool flush) = 0;
   // Stops the proxy: outstanding sends are flushed (abort: dropped), receives cancelled,
   // endpoints closed. Bounded in time. Idempotent.
   virtual void close(bool abort) = 0;

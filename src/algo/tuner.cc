@@ -24,6 +24,7 @@ struct Pattern {
   int hops = 1;
   uint64_t num = 1, den = 1;  // traffic = bytes * num / den
   bool ring = true;           // the ring's hops; otherwise every pair's
+  int networkHops = -1;       // of `hops`, those that cross hosts when the hops' kind is Network (-1: all)
 };
 
 // The registry's algorithms by name, looked up once (tune() runs on every call: no string
@@ -33,11 +34,14 @@ struct Known {
   const Algorithm* twoshot;
   const Algorithm* tree;
   const Algorithm* considered[std::size(tuning::kConsidered)];
+  const Algorithm* hostConsidered[std::size(tuning::kHostConsidered)];
 };
 const Known& known() {
   static const Known k = [] {
-    Known x{findAlgorithm("ring"), findAlgorithm("twoshot"), findAlgorithm("tree"), {}};
+    Known x{findAlgorithm("ring"), findAlgorithm("twoshot"), findAlgorithm("tree"), {}, {}};
     for (size_t i = 0; i < std::size(tuning::kConsidered); ++i) x.considered[i] = findAlgorithm(tuning::kConsidered[i].algorithm);
+    for (size_t i = 0; i < std::size(tuning::kHostConsidered); ++i)
+      x.hostConsidered[i] = findAlgorithm(tuning::kHostConsidered[i].algorithm);
     return x;
   }();
   return k;
@@ -62,7 +66,8 @@ Pattern patternOf(const Algorithm* a, Coll coll, const TunerInput& in) {
     const int nodes = std::clamp(in.nNodes, 1, n);
     const int perNode = in.ranksPerNode > 0 ? std::min(in.ranksPerNode, n) : (n + nodes - 1) / nodes;
     const int oneWay = std::max(1, ceilLog2(nodes) + perNode - 1);
-    return {coll == Coll::AllReduce ? 2 * oneWay : oneWay, 1, 1, true};
+    const int ways = coll == Coll::AllReduce ? 2 : 1;
+    return {ways * oneWay, 1, 1, true, ways * ceilLog2(nodes)};
   }
   if (a == known().ring) {
     // NCCL's ring model: all-reduce 2(n-1) steps of 1/n each; the others n-1 steps; broadcast and
@@ -150,13 +155,39 @@ std::string nothingPossible(const TunerInput& in, AlgorithmSet userAlgos, Protoc
          describeProtocols(userProtos) + ", which cannot run here (" + why + "); using the tuner's default (" + possible + ")";
 }
 
-// The CPU engine's algorithm: the default, unless NCCL_ALGO narrows the collective and leaves
-// the default out; then the cheapest allowed one on the CPU engine's model.
+// Across hosts, the default or an algorithm measured there for the CPU engine
+// (tuning::kHostConsidered) that NCCL_ALGO allows, whichever the model finds cheaper; a tie
+// keeps the default.
+const Algorithm* acrossHosts(const TunerInput& in, const Algorithm* fallback, AlgorithmSet allowed) {
+  if (fallback == nullptr || in.nNodes < 2 || in.ring.kind != LinkKind::Network) return fallback;
+  const Algorithm* best = fallback;
+  double bestUs = estimateMicroseconds(in, fallback, Protocol::Simple, 1);
+  for (size_t i = 0; i < std::size(tuning::kHostConsidered); ++i) {
+    const tuning::HostConsidered& c = tuning::kHostConsidered[i];
+    const Algorithm* a = known().hostConsidered[i];
+    const int bit = algorithmIndex(a);
+    if (c.coll != in.coll || in.nNodes < c.minNodes || a == nullptr || bit < 0 || !((allowed >> bit) & 1) ||
+        !a->supports(in.coll, in.nRanks))
+      continue;
+    const double us = estimateMicroseconds(in, a, Protocol::Simple, 1);
+    if (us < bestUs) {
+      best = a;
+      bestUs = us;
+    }
+  }
+  return best;
+}
+
+// The CPU engine's algorithm: the default (across hosts: see acrossHosts), unless NCCL_ALGO
+// narrows the collective and leaves the default out; then the cheapest allowed one on the CPU
+// engine's model.
 const Algorithm* hostAlgorithm(const TunerInput& in, const Algorithm* fallback, std::string* warning) {
-  if (in.coll == Coll::SendRecv || in.constraints == nullptr) return fallback;
+  if (in.coll == Coll::SendRecv) return fallback;
+  if (in.constraints == nullptr) return acrossHosts(in, fallback, kAllAlgorithms);
   const AlgorithmSet allowed = in.constraints->algorithmsFor(in.coll);
   const int fallbackBit = algorithmIndex(fallback);
-  if (allowed == kAllAlgorithms || (fallbackBit >= 0 && ((allowed >> fallbackBit) & 1))) return fallback;
+  if (allowed == kAllAlgorithms || (fallbackBit >= 0 && ((allowed >> fallbackBit) & 1)))
+    return acrossHosts(in, fallback, allowed);
   const Algorithm* best = nullptr;
   double bestUs = 0;
   AlgorithmSet supported = 0;
@@ -234,7 +265,15 @@ double estimateMicroseconds(const TunerInput& in, const Algorithm* algorithm, Pr
   const double traffic = bytes * static_cast<double>(pat.num) / static_cast<double>(pat.den);
   if (in.hostMemory) {
     if (in.nRanks <= 1) return kTable.cpuHopUs + bytes / (kTable.cpuGbps * 1e3);
-    return pat.hops * kTable.cpuHopUs + traffic / (kTable.cpuGbps * 1e3);
+    const Hops& h = pat.ring ? in.ring : in.mesh;
+    if (h.kind != LinkKind::Network) return pat.hops * kTable.cpuHopUs + traffic / (kTable.cpuGbps * 1e3);
+    // Across hosts (the UCX proxy's FIFOs): a hop that crosses hosts costs the network's latency
+    // and the busiest hop's bytes go at its bandwidth; hops inside a host (the tree's chains)
+    // the CPU engine's handoff. A ring's every step waits for its network link.
+    const int network = pat.networkHops < 0 ? pat.hops : std::min(pat.networkHops, pat.hops);
+    const size_t simple = at(Protocol::Simple);
+    return network * kTable.hopUs[at(LinkKind::Network)][simple] + (pat.hops - network) * kTable.cpuHopUs +
+           traffic / (hopGbps(in, h) * 1e3);
   }
   if (in.nRanks <= 1) return kTable.copyLaunchUs + bytes / (kTable.copyGbps * 1e3);
   const Hops& h = pat.ring ? in.ring : in.mesh;

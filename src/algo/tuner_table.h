@@ -77,18 +77,23 @@ inline constexpr CostTable kTable{
     // NvLink = 2 H200s, one hop at 8 B: all-reduce 11.95, all-gather 12.35, reduce-scatter 10.13,
     // broadcast 9.99, sendrecv 11.97 us, minus the launch (perf/NOTES.md). Not measured: Pcie =
     // NvLink + NCCL's PCI-NVLink difference (Ring Simple 5.7 - 3.4); HostStaged = Pcie + the same
-    // again (each hop crosses PCIe twice); Network = NvLink + NCCL's NET-NVLink difference (14.0 - 3.4).
-    // LL, LL128: Simple's value plus NCCL's difference of that hardware's ring latency
-    // (NVLink: LL 0.6, LL128 1.9, Simple 3.4; PCI: 1.0, 2.5, 5.7; NET: 2.7, 4.0, 14.0).
+    // again (each hop crosses PCIe twice). LL, LL128: Simple's value plus NCCL's difference of that
+    // hardware's ring latency (NVLink: LL 0.6, LL128 1.9, Simple 3.4; PCI: 1.0, 2.5, 5.7).
     // SameGpu: the fit above for LL and LL128; Simple ring 27.8 us (4 ranks) and 57.9 (8 ranks) at
     // 128 B-8 KB, direct 10.5 (2 ranks), in the same run: ~3.6 us a hop. A hop costs about the
     // same in every protocol: the interpreter's work per step, not the protocol's handshake, is
     // what these calls wait for (CUDA-graph runs, GPU time alone: LL 6.3 us, Simple 7.4, 2 ranks).
-    .hopUs = {{3.0, 3.2, 3.6},    // SameGpu (measured, above)
-              {2.5, 3.8, 5.3},    // NvLink
-              {2.9, 4.4, 7.6},    // Pcie (LL128 never runs there)
-              {3.3, 5.0, 9.9},    // HostStaged (Pcie + NCCL's PCI-NVLink difference)
-              {4.6, 5.9, 15.9}},  // Network (NvLink + NCCL's NET-NVLink difference)
+    // Network: measured, UCX 1.13 over TCP between network namespaces over veth on a shared
+    // 2-core VM (perf/NOTES.md 2026-12-01 "UCX made fast"): a 2-node x 1-rank all-reduce of 8 B,
+    // the ring's 2 hops, took 27 and 25.6 us (medians of 5 and 3, the call check beside it):
+    // 13 us a hop, a sendmsg through the kernel's TCP (~5 us on each side) the bulk of it. Every
+    // protocol the same: no GPU protocol's handshake saving was measured there (NCCL's NET
+    // differences, LL 2.7, LL128 4.0, Simple 14.0, are its GPU proxies'); LL128 never runs there.
+    .hopUs = {{3.0, 3.2, 3.6},      // SameGpu (measured, above)
+              {2.5, 3.8, 5.3},      // NvLink
+              {2.9, 4.4, 7.6},      // Pcie (LL128 never runs there)
+              {3.3, 5.0, 9.9},      // HostStaged (Pcie + NCCL's PCI-NVLink difference)
+              {13.0, 13.0, 13.0}},  // Network (measured: UCX/TCP over veth)
     // SameGpu: 4 ranks' ring on one channel from 8 KB to 256 KB under MPS (same run as launchUs):
     // LL 5.5, LL128 9, Simple 12.7 GB/s of payload (formerly 8, 36.7, 16: assumed).
     // Simple: formerly SameGpu = 2 ranks on one H200, 256 KB all-reduce on 1 channel: 30 us (issue 13);
@@ -102,8 +107,12 @@ inline constexpr CostTable kTable{
                        {6.5, 36.7, 13.0}},
     // SameGpu: 2, 4, 8 ranks on one H200 moved 404-468, 264, 150 GB/s each (executor bench, 64 MiB-
     // 1 GiB all-reduce; perf/NOTES.md): ~1000 GB/s for the GPU. NvLink: one SM90 NVLink (NCCL 20.6).
-    // Pcie, HostStaged: NCCL's PCI_BW (Gen3 x16, 12). Network: NCCL's default NIC (10 Gb/s).
-    .defaultGbps = {1000.0, 20.6, 12.0, 12.0, 1.25},
+    // Pcie, HostStaged: NCCL's PCI_BW (Gen3 x16, 12). Network: measured over the same UCX/TCP path
+    // (veth, 2-core VM, load 5): a 2-node x 1-rank ring all-reduce of 16 MB, each rank sending the
+    // whole buffer once, took 16.6 ms: 1.0 GB/s a direction (perf/NOTES.md 2026-12-01, median of
+    // 3; Open MPI over the same path in the same run 21.0-21.4 ms: 0.8). A real NIC is faster:
+    // the link's measured bandwidth, when the caller knows it, replaces this.
+    .defaultGbps = {1000.0, 20.6, 12.0, 12.0, 1.0},
 
     // A channel per 64 KiB up to 16 with one rank per GPU (a block moves only ~10-20 GB/s over
     // NVLink: 128 KiB-8 MiB calls waited on a handful of blocks; 2 H200s: 0.2-0.7 of NCCL's speed
@@ -139,6 +148,21 @@ inline constexpr CostTable kTable{
     // NCCL 11.5-13.4); 64 KiB is where it was cut off, not a measured crossover (perf/NOTES.md;
     // formerly algo/registry.cc tunedAlgorithm).
     .oneShotMaxBytes = 64 << 10,
+};
+
+// The CPU engine across hosts (host memory, ranks on 2 or more hosts): an algorithm weighed
+// against the collective's default on the model (hopUs/defaultGbps of Network for the hops that
+// cross hosts, cpuHopUs inside a host). The tree: 2 nodes x 2 ranks over UCX/TCP, all-reduce,
+// tree against ring (medians of 3, perf/NOTES.md 2026-12-01): 8 B 58 vs 83 us, 512 B 92 vs 174,
+// 32 KB 149 vs 192, 256 KB 571 vs 741, 2 MB 3.7 vs 6.3 ms; 3 nodes x 1 rank (where the model
+// ties their hops): 512 B 123 vs 182 us, 256 KB 1122 vs 855 us (there the ring was faster).
+struct HostConsidered {
+  Coll coll;
+  const char* algorithm;
+  int minNodes;
+};
+inline constexpr HostConsidered kHostConsidered[] = {
+    {Coll::AllReduce, "tree", 2},
 };
 
 // The algorithms the tuner weighs for a collective unless NCCL_ALGO allows none of them.

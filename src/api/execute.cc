@@ -69,7 +69,7 @@ ncclResult_t addCollective(HostRun& run, const Task& t, uint64_t seq) {
   // algorithm is the tuner's (the collective's default unless NCCL_ALGO narrows it: algo/tuner.h),
   // the same on every rank.
   const algo::Algorithm* algorithm = comm->tuning->choose(t).best.algorithm;
-  const algo::RankPlan& plan = comm->hostPlans->get(collArgsFor(t, 1, 64, kFifoSlots * kFifoSlotBytes), algorithm);
+  const algo::RankPlan& plan = comm->hostPlans->get(collArgsFor(t, 1, 64, kFifoSlots * hostSliceBytes(comm->net != nullptr)), algorithm);
   for (const algo::Lane& lane : plan.lanes) {
     auto key = std::make_pair(comm, lane.channel);
     auto it = run.collectiveProgram.find(key);
