@@ -99,7 +99,7 @@ ncclResult_t preloadKernels(int cudaDev) {
   return ncclSuccess;
 }
 
-ncclResult_t launch(const Launch& w) {
+ncclResult_t launch(const Launch& w, unsigned* widestKernel) {
   if (w.threadsPerBlock < 32 || w.threadsPerBlock > 512 || w.threadsPerBlock % 32 != 0)
     return fail(ncclInvalidArgument, "executor: threadsPerBlock %d; need a multiple of 32 in [32, 512]", w.threadsPerBlock);
   if (w.slicesPerStep < 1 || w.slicesPerStep > 64)
@@ -110,7 +110,10 @@ ncclResult_t launch(const Launch& w) {
   BRAID_CHECK(preloadKernels(w.cudaDev));
   DeviceScope scope(w.cudaDev);
   if (scope.error() != cudaSuccess) return deviceFail(w.cudaDev, scope.error());
-  for (const PackedKernel& k : packed.kernels) BRAID_CHECK(enqueueKernel(w, packed, k));
+  for (const PackedKernel& k : packed.kernels) {
+    BRAID_CHECK(enqueueKernel(w, packed, k));
+    if (widestKernel != nullptr) *widestKernel = std::max(*widestKernel, k.nBlocks);
+  }
   return ncclSuccess;
 }
 

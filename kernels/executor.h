@@ -86,7 +86,9 @@ struct Launch {
 // the byte kernel), one CUDA block per lane. All ranks of a communicator must present
 // their ops in the same order. Returns ncclInvalidArgument for a malformed launch (a step
 // naming a connection or buffer that is absent), ncclUnhandledCudaError when CUDA refuses.
-ncclResult_t launch(const Launch& work);
+// `widestKernel`, when given, gets the most blocks of any kernel it enqueued (all of a kernel's
+// blocks run together with the peers' kernels: they must fit on the GPU at once).
+ncclResult_t launch(const Launch& work, unsigned* widestKernel = nullptr);
 
 // The protocol a call runs when `asked` was chosen: `asked`, or Simple when LL128 was asked
 // and `ordered128` (every connection of the call, on every rank of it, carries 128-byte stores

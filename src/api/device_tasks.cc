@@ -256,7 +256,9 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
     if (cudaError_t e = kernels::copyAsync(c.dst, c.src, c.bytes, L.stream); e != cudaSuccess)
       return cudaFail(first, "the copy kernel's launch (a send/recv to oneself)", e);
   }
-  BRAID_CHECK(kernels::launch(L));
+  unsigned widest = 0;
+  BRAID_CHECK(kernels::launch(L, &widest));
+  cl.comm->tuning->noteBlocks(widest);
   for (void* p : cl.scratch)
     if (cudaError_t e = cudaFreeAsync(p, L.stream); e != cudaSuccess) return cudaFail(first, "cudaFreeAsync", e);
   for (cudaStream_t s : others)

@@ -80,6 +80,19 @@ algo::TunerResult CommTuning::choose(const Task& t) {
   return r;
 }
 
+void CommTuning::noteBlocks(size_t blocks) {
+  const size_t onGpu = blocks * static_cast<size_t>(std::max(1, links_.ranksPerGpu));
+  if (sms_ <= 0 || onGpu <= static_cast<size_t>(sms_)) return;
+  std::lock_guard<std::mutex> lock(loggedMutex_);
+  if (warnedBlocks_) return;
+  warnedBlocks_ = true;
+  BRAID_WARN("rank %d: a kernel of %zu blocks a rank, with %d ranks on one GPU of %d SMs: %zu blocks that wait for each "
+             "other, more than the GPU may hold at once, so the launch can stall (the hang report names it after "
+             "BRAID_HANG_TIMEOUT). Fix: fewer peers per group (e.g. an all-to-all in smaller groups), fewer ranks per GPU, "
+             "or a lower NCCL_MAX_CTAS.",
+             comm_->rank, blocks, links_.ranksPerGpu, sms_, onGpu);
+}
+
 void CommTuning::logOnce(const Task& t, const algo::TunerInput& in, const algo::TunerResult& r) {
   const algo::TunerChoice& c = r.best;
   auto name = [](const algo::TunerChoice& x) { return x.algorithm ? x.algorithm->name : "p2p"; };

@@ -27,6 +27,11 @@ class CommTuning {
   // or host memory. The same on every rank of the collective (and on both ends of a send/recv).
   algo::TunerResult choose(const Task& t);
 
+  // A kernel of `blocks` CUDA blocks a rank, whose blocks wait for the other ranks' blocks:
+  // when all the ranks on the busiest GPU cannot have that many resident at once (one per SM
+  // is what the kernels are built for), WARN once per communicator with the numbers and the fix.
+  void noteBlocks(size_t blocks);
+
  private:
   explicit CommTuning(ncclComm* comm) : comm_(comm) {}
   void logOnce(const Task& t, const algo::TunerInput& in, const algo::TunerResult& r);
@@ -39,6 +44,7 @@ class CommTuning {
   bool protoAsked_ = false;  // NCCL_PROTO set: every protocol the executor runs (else defaultProtocols)
   algo::ProtocolSet protocols() const { return protoAsked_ ? kExecutorProtocols : defaultProtocols(links_); }
   std::mutex loggedMutex_;
+  bool warnedBlocks_ = false;  // under loggedMutex_
   // (collective, device memory, algorithm, protocol, channels, slices); protocol -1: a warning.
   std::set<std::tuple<int, bool, const algo::Algorithm*, int, int, int>> logged_;
 };
