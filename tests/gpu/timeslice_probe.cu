@@ -238,7 +238,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   // Fork before CUDA is touched (a forked CUDA context is unusable); the parent's check of
-  // the GPU comes after.
+  // the GPU comes after. A pipe whose other end is gone (the child, without a GPU, exits at
+  // once) must give an error, not SIGPIPE.
+  signal(SIGPIPE, SIG_IGN);
   int down[2], up[2];
   if (pipe(down) != 0 || pipe(up) != 0) {
     std::perror("timeslice_probe: pipe");
