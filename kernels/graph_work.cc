@@ -28,7 +28,7 @@ cudaError_t GraphWork::takeBuffer(size_t bytes, Buffer* out) {
   if (best < s.released.size()) {
     *out = s.released[best];
     s.released.erase(s.released.begin() + long(best));
-    ++s.stats.reused;
+    ++s.reused;
     return cudaSuccess;
   }
   Buffer b;
@@ -38,8 +38,6 @@ cudaError_t GraphWork::takeBuffer(size_t bytes, Buffer* out) {
     if (cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&b.device), bytes); e != cudaSuccess) return e;
   }
   s.all.push_back(b);
-  ++s.stats.buffers;
-  s.stats.bytes += bytes;
   *out = b;
   return cudaSuccess;
 }
@@ -87,8 +85,11 @@ void GraphWork::close() {
 
 GraphWork::Stats GraphWork::stats() const {
   std::lock_guard<std::mutex> lock(shared_->mutex);
-  Stats s = shared_->stats;
+  Stats s;
+  for (const Buffer& b : shared_->all) s.bytes += b.bytes;
+  s.buffers = shared_->all.size();
   s.idle = shared_->released.size();
+  s.reused = shared_->reused;
   return s;
 }
 

@@ -61,7 +61,7 @@ class GraphWork {
     std::vector<Buffer> all;       // every buffer made (freed by close)
     std::vector<Buffer> released;  // of those, the ones no graph holds any more
     bool closed = false;
-    Stats stats;
+    size_t reused = 0;  // captures that took a released buffer
   };
   struct Hold {  // one graph's hold on one buffer (the user object's data)
     std::shared_ptr<Shared> shared;

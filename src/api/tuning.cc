@@ -24,7 +24,7 @@ ncclResult_t CommTuning::create(ncclComm* comm, std::unique_ptr<CommTuning>* out
     return fail(ncclInvalidUsage, "rank %d: %s. Fix: correct the value, or unset the variable to let braid choose.",
                 comm->rank, error.c_str());
   for (const std::string& n : notes) BRAID_INFO(kTuning | kEnv, "rank %d: %s", comm->rank, n.c_str());
-  t->protoAsked_ = env::get("NCCL_PROTO") != nullptr;
+  const bool protoAsked = env::get("NCCL_PROTO") != nullptr;
   std::vector<int> perNode;
   for (int node : comm->nodeOf) {
     if (node >= static_cast<int>(perNode.size())) perNode.resize(static_cast<size_t>(node) + 1, 0);
@@ -47,11 +47,12 @@ ncclResult_t CommTuning::create(ncclComm* comm, std::unique_ptr<CommTuning>* out
   const bool p2pDisabled = env::getInt("NCCL_P2P_DISABLE", 0) != 0;  // the transport stages then
   const bool anyGpu = comm->nRanks > 1 && comm->cudaDev >= 0;
   t->links_ = linkFacts(anyGpu ? topo::loadSystem(-1) : topo::System{}, places, comm->ring, comm->rank, p2pDisabled);
+  t->protocols_ = protoAsked ? kExecutorProtocols : defaultProtocols(t->links_);
   if (comm->rank == 0 && anyGpu)
     BRAID_INFO(kTuning | kInit, "rank 0: tuner inputs: ring %s; every pair %s; %d ranks on the busiest GPU; %d SMs; executor "
                "protocols %s", describeHops(t->links_.ring).c_str(), describeHops(t->links_.mesh).c_str(),
                t->links_.ranksPerGpu, t->sms_,
-               algo::describeProtocols(t->protocols()).c_str());
+               algo::describeProtocols(t->protocols_).c_str());
   *out = std::move(t);
   return ncclSuccess;
 }
@@ -70,7 +71,7 @@ algo::TunerResult CommTuning::choose(const Task& t) {
   if (t.coll == algo::Coll::SendRecv && t.root >= 0 && static_cast<size_t>(t.root) < links_.toRank.size())
     in.mesh = links_.toRank[static_cast<size_t>(t.root)];
   in.sms = sms_;
-  in.executorProtocols = protocols();
+  in.executorProtocols = protocols_;
   in.minChannels = comm_->config.minCTAs;
   in.maxChannels = comm_->config.maxCTAs;
   in.hostMemory = !t.onDevice;
@@ -82,10 +83,7 @@ algo::TunerResult CommTuning::choose(const Task& t) {
 
 void CommTuning::noteBlocks(size_t blocks) {
   const size_t onGpu = blocks * static_cast<size_t>(std::max(1, links_.ranksPerGpu));
-  if (sms_ <= 0 || onGpu <= static_cast<size_t>(sms_)) return;
-  std::lock_guard<std::mutex> lock(loggedMutex_);
-  if (warnedBlocks_) return;
-  warnedBlocks_ = true;
+  if (sms_ <= 0 || onGpu <= static_cast<size_t>(sms_) || warnedBlocks_.exchange(true)) return;
   BRAID_WARN("rank %d: a kernel of %zu blocks a rank, with %d ranks on one GPU of %d SMs: %zu blocks that wait for each "
              "other, more than the GPU may hold at once, so the launch can stall (the hang report names it after "
              "BRAID_HANG_TIMEOUT). Fix: fewer peers per group (e.g. an all-to-all in smaller groups), fewer ranks per GPU, "

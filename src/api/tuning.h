@@ -4,6 +4,7 @@
 // choice is logged once per communicator at NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING, with its
 // estimate; a constraint that leaves nothing possible is a WARN, once per collective.
 #pragma once
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -41,10 +42,10 @@ class CommTuning {
   LinkFacts links_;
   int sms_ = 0;
   int nNodes_ = 1, ranksPerNode_ = 0;  // from comm->nodeOf, for the tree's depth
-  bool protoAsked_ = false;  // NCCL_PROTO set: every protocol the executor runs (else defaultProtocols)
-  algo::ProtocolSet protocols() const { return protoAsked_ ? kExecutorProtocols : defaultProtocols(links_); }
+  // NCCL_PROTO set: every protocol the executor runs; else defaultProtocols (fixed at create).
+  algo::ProtocolSet protocols_ = 0;
   std::mutex loggedMutex_;
-  bool warnedBlocks_ = false;  // under loggedMutex_
+  std::atomic<bool> warnedBlocks_{false};
   // (collective, device memory, algorithm, protocol, channels, slices); protocol -1: a warning.
   std::set<std::tuple<int, bool, const algo::Algorithm*, int, int, int>> logged_;
 };
