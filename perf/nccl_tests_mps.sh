@@ -20,6 +20,11 @@ mkdir -p "$out"
 start=$SECONDS; deadline=${DEADLINE:-500}
 summary="$out/summary.txt"; : > "$summary"
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# nccl-tests' -D 3/4 ("device implementation") kernels use NVLink multicast (multimem): never on
+# these shared machines. braid lacks the device API they need anyway; refuse the flag outright.
+case " ${ARGS:-} " in *" -D"*|*"--device_implementation"*)
+  echo "nccl_tests_mps.sh: ARGS may not set -D/--device_implementation (NVLink multicast kernels)" >&2; exit 2 ;;
+esac
 lib="$braid/libbraid.so"
 [ -f "$lib" ] || { echo "nccl_tests_mps.sh: no $lib" >&2; exit 2; }
 
