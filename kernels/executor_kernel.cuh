@@ -30,11 +30,22 @@ namespace braid::kernels::device {
 
 constexpr int kMaxThreads = 512;
 
+// The most buffers of an op a block keeps in shared memory (a collective has 2 or 3; a group
+// of sends and receives 2 per peer); an op with more reads its buffer table in global memory.
+constexpr uint32_t kSharedBuffers = 32;
+
 // Block-wide state that thread 0 publishes to the others between barriers.
 struct BlockShared {
   uint64_t sendStep, recvStep;  // where the step's connections stand (slice 0 only)
   uint64_t seenHead;            // thread 0's: the send connection's head as last read
   int abort;                    // thread 0 gave up waiting (abort flag)
+  // The ends of the connections thread 0 holds (ConnCache), copied from the launch's tables
+  // when a step names another connection: a step then reads them from shared memory, not
+  // through a chain of global loads (a ring step cost ~0.3 us more per such load on the H200,
+  // tests/gpu/step_probe.cu).
+  DevSendEnd send;
+  DevRecvEnd recv;
+  void* buffers[kSharedBuffers];  // the op's buffer table, when it fits
 };
 
 // Thread 0's copy of where the lane's current send and recv connections stand (their own
@@ -58,21 +69,26 @@ __device__ inline void flushSend(const ConnCache& k, const DevSendEnd* sends) {
 __device__ inline void flushRecv(const ConnCache& k, const DevRecvEnd* recvs) {
   if (k.recvConn != kNoConn) *ownStep(recvs[k.recvConn].tail) = k.recvStep;
 }
-// Makes `k` hold the step's connections (either may be kNoConn), writing back the ones it drops.
-__device__ inline void useConns(ConnCache& k, const DevSendEnd* sends, const DevRecvEnd* recvs, int sendConn,
-                                int recvConn) {
+// Makes `k` hold the step's connections (either may be kNoConn), writing back the ones it
+// drops, and `sh` their ends. Thread 0, before the step's first barrier.
+__device__ inline void useConns(ConnCache& k, BlockShared& sh, const DevSendEnd* sends, const DevRecvEnd* recvs,
+                                int sendConn, int recvConn) {
   if (sendConn != k.sendConn) {
     flushSend(k, sends);
     k.sendConn = sendConn;
     if (sendConn != kNoConn) {
-      k.sendStep = *ownStep(sends[sendConn].head);
-      k.seenHead = *lastSeen(sends[sendConn].head);
+      sh.send = sends[sendConn];
+      k.sendStep = *ownStep(sh.send.head);
+      k.seenHead = *lastSeen(sh.send.head);
     }
   }
   if (recvConn != k.recvConn) {
     flushRecv(k, recvs);
     k.recvConn = recvConn;
-    if (recvConn != kNoConn) k.recvStep = *ownStep(recvs[recvConn].tail);
+    if (recvConn != kNoConn) {
+      sh.recv = recvs[recvConn];
+      k.recvStep = *ownStep(sh.recv.tail);
+    }
   }
 }
 
@@ -99,16 +115,20 @@ __device__ bool runConnectedStep(const LaneContext& c, const DevStep& s, SliceAr
                                  BlockShared& sh, ConnCache& cache) {
   using Raw = typename E::Raw;
   const KernelParams& p = *c.params;
-  const DevSendEnd* out = s.sendConn != kNoConn ? &c.sends[s.sendConn] : nullptr;
-  const DevRecvEnd* in = s.recvConn != kNoConn ? &c.recvs[s.recvConn] : nullptr;
+  // The ends as thread 0 copied them (useConns, below): valid after the first barrier for
+  // every thread, at once for thread 0.
+  const DevSendEnd* out = s.sendConn != kNoConn ? &sh.send : nullptr;
+  const DevRecvEnd* in = s.recvConn != kNoConn ? &sh.recv : nullptr;
   Raw* src = static_cast<Raw*>(const_cast<void*>(a.src));
   Raw* dst = static_cast<Raw*>(a.dst);
   const uint64_t sliceElems = protoSliceElems(P::kId, s.count, sizeof(Raw), p.slotBytes, p.slicesPerStep);
   // Every thread follows the steps itself (from thread 0's reading of them at slice 0);
   // thread 0 alone also keeps the head it last saw (in shared memory: fewer registers).
   uint64_t sendStep = 0, recvStep = 0;
+  const char* recvFifo = nullptr;
+  const char* sendFifo = nullptr;
   if (threadIdx.x == 0) {
-    useConns(cache, c.sends, c.recvs, s.sendConn, s.recvConn);
+    useConns(cache, sh, c.sends, c.recvs, s.sendConn, s.recvConn);
     sendStep = cache.sendStep;
     recvStep = cache.recvStep;
     sh.seenHead = cache.seenHead;
@@ -134,9 +154,13 @@ __device__ bool runConnectedStep(const LaneContext& c, const DevStep& s, SliceAr
         recvStep = sh.recvStep;
       }
     }
+    if (first) {
+      recvFifo = in != nullptr ? in->fifo : nullptr;
+      sendFifo = out != nullptr ? out->fifo : nullptr;
+    }
     a.n = s.count - off < sliceElems ? s.count - off : sliceElems;
-    a.recv = in != nullptr ? slotOf(in->fifo, recvStep, p) : nullptr;
-    a.send = out != nullptr ? const_cast<char*>(slotOf(out->fifo, sendStep, p)) : nullptr;
+    a.recv = in != nullptr ? slotOf(recvFifo, recvStep, p) : nullptr;
+    a.send = out != nullptr ? const_cast<char*>(slotOf(sendFifo, sendStep, p)) : nullptr;
     a.src = src != nullptr ? src + off : nullptr;
     a.dst = dst != nullptr ? dst + off : nullptr;
     LineFlags f;
@@ -191,7 +215,13 @@ __device__ bool runStep(const LaneContext& c, const DevStep& s, const Combiner<E
 }
 
 template <class P, class E, class Op>
-__device__ bool runLane(const LaneContext& c, const DevStep* steps, uint32_t nSteps, BlockShared& sh) {
+__device__ bool runLane(const LaneContext& lane, const DevStep* steps, uint32_t nSteps, BlockShared& sh) {
+  LaneContext c = lane;
+  if (c.op.nBuffers <= kSharedBuffers) {  // read by every step: from shared memory, not the work
+    for (uint32_t i = threadIdx.x; i < c.op.nBuffers; i += blockDim.x) sh.buffers[i] = c.buffers[i];
+    __syncthreads();
+    c.buffers = sh.buffers;
+  }
   Combiner<E, Op> combine{};
   combine.nRanks = c.op.nRanks;
   if (c.op.kind == uint8_t(RedKind::PreMulSum)) {
@@ -207,8 +237,11 @@ __device__ bool runLane(const LaneContext& c, const DevStep* steps, uint32_t nSt
   }
   ConnCache cache{kNoConn, kNoConn, 0, 0, 0};  // thread 0's
   bool ok = true;
+  // Each step is loaded while the one before runs: the load is not on the step's path.
+  DevStep next = nSteps > 0 ? steps[0] : DevStep{};
   for (uint32_t i = 0; i < nSteps; ++i) {
-    const DevStep s = steps[i];
+    const DevStep s = next;
+    if (i + 1 < nSteps) next = steps[i + 1];
     if (s.count == 0) continue;
     if (!runStep<P>(c, s, combine, sh, cache)) {
       ok = false;

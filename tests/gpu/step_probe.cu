@@ -1,0 +1,252 @@
+// What one ring step of braid's interpreter costs between blocks of one GPU, beside the bare
+// hop of hop_probe.cu (issue 13). The same token ring -- N blocks, each a rank, LAPS laps --
+// but every hop is a step run by the executor's own lane loop (kernels/executor_kernel.cuh
+// runLane, with its protocol: the code every launch runs), on connection ends laid out as the
+// transport lays them (transport/p2p_fifo.h), 8 bytes of float per step. Two patterns:
+//   token  block 0 sends, then receives; every other block receives and sends on in one step
+//          (recv-copy-send): one step's latency from data in to data out, plus the hop
+//   phase  every block runs the same steps at once, as the ranks of a ring all-reduce do: a
+//          send, LAPS recv-copy-sends, a receive. A step then costs the hop or the work between
+//          two steps, whichever is longer, plus the step's own latency.
+//   phase-reg  phase, each step made in registers rather than loaded from the work
+//
+//   gpu_step_probe [LAPS]      (default 2000; exit 77 without a GPU)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "kernels/executor_kernel.cuh"
+#include "kernels/proto_ll.cuh"
+#include "kernels/proto_ll128.cuh"
+#include "kernels/proto_simple.cuh"
+
+#define PROBE_CHECK(call)                                                                             \
+  do {                                                                                                \
+    cudaError_t e_ = (call);                                                                          \
+    if (e_ != cudaSuccess) {                                                                          \
+      std::fprintf(stderr, "step_probe: %s failed: %s (%s:%d)\n", #call, cudaGetErrorString(e_), __FILE__, \
+                   __LINE__);                                                                         \
+      std::exit(1);                                                                                   \
+    }                                                                                                 \
+  } while (0)
+
+namespace {
+
+using namespace braid::kernels;
+using namespace braid::kernels::device;
+
+constexpr size_t kCounterWords = 16;  // 128 bytes per counter (+ own step, + last seen)
+
+struct Ring {
+  DevSendEnd* sends;  // [b]: block b's send end (to b+1)
+  DevRecvEnd* recvs;  // [b]: block b's recv end (from b-1)
+  void** buffers;     // [2b]: block b's input, [2b+1]: its output
+  DevStep* steps;     // [b * stepsPerBlock ...]
+  uint32_t stepsPerBlock;
+};
+
+__host__ __device__ inline DevStep makeStep(uint16_t src, uint16_t dst, int16_t recvConn, int16_t sendConn) {
+  DevStep s{};
+  s.count = 2;  // 8 bytes of float
+  s.src = src;
+  s.dst = dst;
+  s.recvConn = recvConn;
+  s.sendConn = sendConn;
+  return s;
+}
+
+// The phase pattern with each step made in registers instead of loaded from the work: the
+// lane loop of runLane, less the load of each step.
+template <class P>
+__global__ void __launch_bounds__(kMaxThreads, 1) phaseInRegisters(const __grid_constant__ KernelParams p, const Ring r,
+                                                                   int laps) {
+  __shared__ BlockShared sh;
+  const int b = blockIdx.x;
+  LaneContext c;
+  c.params = &p;
+  c.sends = r.sends;
+  c.recvs = r.recvs;
+  c.buffers = r.buffers + 2 * b;
+  c.op = DevOp{};
+  c.op.kind = uint8_t(RedKind::Sum);
+  c.op.reduces = 1;
+  c.op.nRanks = int32_t(gridDim.x);
+  Combiner<Elem<ElemType::Float32>, OpSum> combine{};
+  combine.nRanks = c.op.nRanks;
+  ConnCache cache{kNoConn, kNoConn, 0, 0, 0};
+  const int16_t conn = int16_t(b);
+  bool ok = true;
+  for (int lap = 0; lap < laps && ok; ++lap) {
+    const DevStep s = lap == 0          ? makeStep(0, kNoBufIndex, kNoConn, conn)
+                      : lap == laps - 1 ? makeStep(kNoBufIndex, 1, conn, kNoConn)
+                                        : makeStep(kNoBufIndex, 1, conn, conn);
+    ok = runStep<P>(c, s, combine, sh, cache);
+  }
+  if (threadIdx.x == 0) {
+    flushSend(cache, c.sends);
+    flushRecv(cache, c.recvs);
+    if (!ok) reportError(p, kDeviceBadWork);
+  }
+}
+
+template <class P>
+__global__ void __launch_bounds__(kMaxThreads, 1) ringKernel(const __grid_constant__ KernelParams p, const Ring r) {
+  __shared__ BlockShared sh;
+  const int b = blockIdx.x;
+  LaneContext c;
+  c.params = &p;
+  c.sends = r.sends;
+  c.recvs = r.recvs;
+  c.buffers = r.buffers + 2 * b;
+  c.op = DevOp{};
+  c.op.kind = uint8_t(RedKind::Sum);
+  c.op.reduces = 1;
+  c.op.nRanks = int32_t(gridDim.x);
+  c.op.nBuffers = 2;
+  if (!runLane<P, Elem<ElemType::Float32>, OpSum>(c, r.steps + size_t(b) * r.stepsPerBlock, r.stepsPerBlock, sh) &&
+      threadIdx.x == 0)
+    reportError(p, kDeviceBadWork);
+}
+
+DevStep step(uint16_t src, uint16_t dst, int16_t recvConn, int16_t sendConn) {
+  return makeStep(src, dst, recvConn, sendConn);
+}
+
+enum Pattern { kToken, kPhase, kPhaseInRegisters };
+
+template <class P>
+float runOnce(int n, int laps, int threads, Pattern pattern) {
+  const bool phase = pattern != kToken;
+  const FifoShape shape = defaultFifo(P::kId);  // the API's FIFO for this protocol
+  const size_t kSlotBytes = shape.slotBytes, kSlots = shape.nSlots;
+  // Each block's FIFO (receiving side) and counters: tail beside the FIFO's owner, head beside
+  // the sender's, as the transport allocates them.
+  char* fifos;
+  uint64_t* counters;  // [b][0]: b's tail (recv side), [b][1]: b's head (send side)
+  float* data;
+  PROBE_CHECK(cudaMalloc(&fifos, size_t(n) * kSlots * kSlotBytes));
+  PROBE_CHECK(cudaMalloc(&counters, size_t(n) * 2 * kCounterWords * sizeof(uint64_t)));
+  PROBE_CHECK(cudaMalloc(&data, size_t(n) * 2 * 64));
+  PROBE_CHECK(cudaMemset(fifos, 0, size_t(n) * kSlots * kSlotBytes));
+  PROBE_CHECK(cudaMemset(counters, 0, size_t(n) * 2 * kCounterWords * sizeof(uint64_t)));
+  PROBE_CHECK(cudaMemset(data, 0, size_t(n) * 2 * 64));
+  auto tail = [&](int b) { return counters + (size_t(b) * 2) * kCounterWords; };
+  auto head = [&](int b) { return counters + (size_t(b) * 2 + 1) * kCounterWords; };
+  std::vector<DevSendEnd> sends(n);
+  std::vector<DevRecvEnd> recvs(n);
+  std::vector<void*> buffers(2 * n);
+  for (int b = 0; b < n; ++b) {
+    const int next = (b + 1) % n, prev = (b + n - 1) % n;
+    sends[b] = {fifos + size_t(next) * kSlots * kSlotBytes, tail(next), head(b)};
+    recvs[b] = {fifos + size_t(b) * kSlots * kSlotBytes, tail(b), head(prev)};
+    buffers[2 * b] = data + size_t(2 * b) * 16;
+    buffers[2 * b + 1] = data + size_t(2 * b + 1) * 16;
+  }
+  // token: block 0 runs a send step and a receive step per lap; the others one recv-copy-send
+  // per lap, padded with empty steps (count 0, which the lane loop skips) to the same length.
+  // phase: every block a send, recv-copy-sends, a receive: LAPS steps, no padding.
+  const uint32_t perBlock = phase ? uint32_t(laps) : 2 * uint32_t(laps);
+  std::vector<DevStep> steps(size_t(n) * perBlock);
+  for (int b = 0; b < n; ++b) {
+    DevStep* s = &steps[size_t(b) * perBlock];
+    const int16_t conn = int16_t(b);
+    for (int lap = 0; lap < laps; ++lap) {
+      if (phase) {
+        s[lap] = lap == 0           ? step(0, kNoBufIndex, kNoConn, conn)
+                 : lap == laps - 1  ? step(kNoBufIndex, 1, conn, kNoConn)
+                                    : step(kNoBufIndex, 1, conn, conn);
+      } else if (b == 0) {
+        s[2 * lap] = step(0, kNoBufIndex, kNoConn, conn);
+        s[2 * lap + 1] = step(kNoBufIndex, 1, conn, kNoConn);
+      } else {
+        s[2 * lap] = step(kNoBufIndex, 1, conn, conn);
+        s[2 * lap + 1] = DevStep{};
+      }
+    }
+  }
+  Ring r{};
+  r.stepsPerBlock = perBlock;
+  PROBE_CHECK(cudaMalloc(&r.sends, sizeof(DevSendEnd) * n));
+  PROBE_CHECK(cudaMalloc(&r.recvs, sizeof(DevRecvEnd) * n));
+  PROBE_CHECK(cudaMalloc(&r.buffers, sizeof(void*) * 2 * n));
+  PROBE_CHECK(cudaMalloc(&r.steps, sizeof(DevStep) * steps.size()));
+  PROBE_CHECK(cudaMemcpy(r.sends, sends.data(), sizeof(DevSendEnd) * n, cudaMemcpyHostToDevice));
+  PROBE_CHECK(cudaMemcpy(r.recvs, recvs.data(), sizeof(DevRecvEnd) * n, cudaMemcpyHostToDevice));
+  PROBE_CHECK(cudaMemcpy(r.buffers, buffers.data(), sizeof(void*) * 2 * n, cudaMemcpyHostToDevice));
+  PROBE_CHECK(cudaMemcpy(r.steps, steps.data(), sizeof(DevStep) * steps.size(), cudaMemcpyHostToDevice));
+  uint32_t* error;
+  PROBE_CHECK(cudaMalloc(&error, sizeof(uint32_t)));
+  PROBE_CHECK(cudaMemset(error, 0, sizeof(uint32_t)));
+
+  KernelParams p{};
+  p.errorOut = error;
+  p.slotBytes = shape.slotBytes;
+  p.nSlots = shape.nSlots;
+  p.flags = kPeersOnThisGpu;
+  p.slicesPerStep = 1;
+  cudaEvent_t start, stop;
+  PROBE_CHECK(cudaEventCreate(&start));
+  PROBE_CHECK(cudaEventCreate(&stop));
+  PROBE_CHECK(cudaEventRecord(start));
+  if (pattern == kPhaseInRegisters) phaseInRegisters<P><<<n, threads>>>(p, r, laps);
+  else ringKernel<P><<<n, threads>>>(p, r);
+  PROBE_CHECK(cudaGetLastError());
+  PROBE_CHECK(cudaEventRecord(stop));
+  PROBE_CHECK(cudaEventSynchronize(stop));
+  float ms = 0;
+  PROBE_CHECK(cudaEventElapsedTime(&ms, start, stop));
+  uint32_t err = 0;
+  PROBE_CHECK(cudaMemcpy(&err, error, sizeof err, cudaMemcpyDeviceToHost));
+  if (err != kDeviceOk) {
+    std::fprintf(stderr, "step_probe: the kernel reported error %u\n", err);
+    std::exit(1);
+  }
+  for (void* q : {static_cast<void*>(fifos), static_cast<void*>(counters), static_cast<void*>(data),
+                  static_cast<void*>(r.sends), static_cast<void*>(r.recvs), static_cast<void*>(r.buffers),
+                  static_cast<void*>(r.steps), static_cast<void*>(error)})
+    PROBE_CHECK(cudaFree(q));
+  PROBE_CHECK(cudaEventDestroy(start));
+  PROBE_CHECK(cudaEventDestroy(stop));
+  return ms;
+}
+
+template <class P>
+void row(const char* name, int laps, int threads, Pattern pattern) {
+  const bool phase = pattern != kToken;
+  std::printf("%-8s %-9s %7d", name, pattern == kToken ? "token" : pattern == kPhase ? "phase" : "phase-reg", threads);
+  for (int n : {2, 4, 8}) {
+    float t[3];
+    for (float& x : t) x = runOnce<P>(n, laps, threads, pattern);
+    std::sort(t, t + 3);
+    // token: LAPS x N hops; phase: LAPS steps on every block at once
+    std::printf("  %10.3f", double(t[1]) * 1000.0 / (double(laps) * (phase ? 1 : n)));
+  }
+  std::printf("\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int laps = argc > 1 ? std::atoi(argv[1]) : 2000;
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("SKIP: no CUDA device\n");
+    return 77;
+  }
+  cudaDeviceProp prop;
+  PROBE_CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("# step_probe on %s, %d laps: us per ring step of the interpreter (8 B, median of 3)\n", prop.name,
+              laps);
+  std::printf("%-8s %-9s %7s  %10s  %10s  %10s\n", "proto", "ring", "threads", "2-rank", "4-rank", "8-rank");
+  for (Pattern pattern : {kToken, kPhase, kPhaseInRegisters})
+    for (int threads : {32, 512}) {
+      row<ProtoLL>("LL", laps, threads, pattern);
+      row<ProtoLL128>("LL128", laps, threads, pattern);
+      row<ProtoSimple>("Simple", laps, threads, pattern);
+    }
+  return 0;
+}
