@@ -7,6 +7,7 @@
 #include <string>
 
 #include "api/group.h"
+#include "core/cuda_scope.h"
 
 namespace braid::api {
 namespace {
@@ -42,11 +43,10 @@ ncclResult_t realCommOf(ncclComm* comm, const char* caller, fallback::RealComm**
                 "every rank together, which ranks of one process cannot do from inside a group (one thread may "
                 "drive several of them). Fix: make the first such call outside the group, each rank on its own "
                 "thread", caller, comm->rank);
-  if (comm->cudaDev >= 0 && cudaSetDevice(comm->cudaDev) != cudaSuccess) {
-    cudaError_t e = cudaGetLastError();
+  braid::DeviceScope device(comm->cudaDev);  // the real init uses the current device; put back after
+  if (device.error() != cudaSuccess)
     return fail(ncclUnhandledCudaError, "%s (rank %d): cudaSetDevice(%d) before making the real NCCL communicator "
-                "failed: %s", caller, comm->rank, comm->cudaDev, cudaGetErrorString(e));
-  }
+                "failed: %s", caller, comm->rank, comm->cudaDev, cudaGetErrorString(device.error()));
   BRAID_INFO(kInit, "%s (rank %d): this communicator has no real NCCL communicator yet: making one now (collective)",
              caller, comm->rank);
   BRAID_CHECK(fallback::RealComm::create(comm, caller, &comm->real));

@@ -11,6 +11,7 @@
 
 #include "api/fallback_route.h"
 #include "core/comm.h"
+#include "core/cuda_scope.h"
 #include "core/log.h"
 #include "core/numeric.h"
 #include "fallback/shadow_settings.h"
@@ -36,7 +37,7 @@ class Shadow {
   };
 
   ~Shadow() {
-    if (dev >= 0) cudaSetDevice(dev);
+    DeviceScope device(dev);
     for (cudaEvent_t e : events) {
       cudaEventSynchronize(e);  // bounded: braid's and the real NCCL's kernels have stopped
       cudaEventDestroy(e);
@@ -71,6 +72,7 @@ const char* cudaText(cudaError_t e) { return cudaGetErrorString(e); }
 ncclResult_t shadowOf(ncclComm* comm, Shadow** out) {
   std::lock_guard<std::mutex> lock(comm->realMutex);
   if (!comm->shadow) {
+    DeviceScope device(comm->cudaDev);  // one thread may drive ranks on several GPUs
     auto sh = std::make_shared<Shadow>();
     sh->dev = comm->cudaDev;
     cudaMemPoolProps props{};
@@ -223,6 +225,7 @@ ShadowGroup::~ShadowGroup() {
   if (!items_) return;
   for (auto& item : items_->list) {
     if (item.taken) continue;
+    DeviceScope device(item.task->comm->cudaDev);
     if (item.in) cudaFreeAsync(item.in, item.task->stream);
     if (item.out) cudaFreeAsync(item.out, item.task->stream);
   }
@@ -322,6 +325,7 @@ ncclResult_t ShadowGroup::before() {
   for (auto& item : items_->list) {
     const Task& t = *item.task;
     const size_t es = sizeOfType(t.type);
+    DeviceScope device(t.comm->cudaDev);
     cudaError_t e = cudaSuccess;
     if (item.extent.in > 0) e = cudaMallocFromPoolAsync(&item.in, item.extent.in * es, item.sh->pool, t.stream);
     if (e == cudaSuccess && item.extent.out > 0)
@@ -376,6 +380,7 @@ ncclResult_t ShadowGroup::after() {
   for (auto& item : items_->list) {
     const Task& t = *item.task;
     Shadow* sh = item.sh;
+    DeviceScope device(t.comm->cudaDev);
     cudaError_t e = cudaSuccess;
     if (item.extent.compare) {
       std::lock_guard<std::mutex> lock(sh->mutex);
@@ -436,7 +441,7 @@ ncclResult_t drainShadow(ncclComm* comm, const char* caller) {
   }
   if (!sh) return ncclSuccess;
   std::lock_guard<std::mutex> lock(sh->mutex);
-  if (sh->dev >= 0) cudaSetDevice(sh->dev);
+  DeviceScope device(sh->dev);
   collect(comm, sh.get(), /*wait=*/true);
   return strictResult(comm, sh.get(), caller);
 }
