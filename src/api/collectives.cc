@@ -7,6 +7,7 @@
 #include "api/forward.h"
 #include "api/group.h"
 #include "api/memory_kind.h"
+#include "api/shadow.h"
 #include "api/task.h"
 #include "core/comm.h"
 #include "core/log.h"
@@ -126,6 +127,7 @@ ncclResult_t enqueue(braid::api::Task t) {
   braid::CommUse use(t.comm, t.caller);
   if (use.result() != ncclSuccess) return braid::api::noteGroupError(use.result());
   ncclResult_t rc = braid::checkCommReady(t.comm, t.caller);
+  if (rc == ncclSuccess) rc = braid::api::pollShadow(t.comm, t.caller);  // earlier checks; STRICT fails here
   if (rc == ncclSuccess) rc = checkType(t);
   int n = rc == ncclSuccess ? t.comm->nRanks : 1;
   int rank = rc == ncclSuccess ? t.comm->rank : 0;

@@ -12,6 +12,7 @@
 #include "api/group.h"
 #include "api/plan.h"
 #include "api/redop.h"
+#include "api/shadow.h"
 #include "api/tuning.h"
 #include "core/comm.h"
 #include "core/log.h"
@@ -215,6 +216,16 @@ float estimateMicroseconds(std::span<const Task> tasks) {
 
 ncclResult_t runDeviceTasks(std::span<const Task* const> tasks);
 
+namespace {
+// braid's launch between the shadow's two halves (both no-ops unless BRAID_SHADOW is set).
+ncclResult_t runDeviceTasksShadowed(std::span<const Task* const> tasks) {
+  ShadowGroup shadow(tasks);
+  BRAID_CHECK(shadow.before());
+  BRAID_CHECK(runDeviceTasks(tasks));
+  return shadow.after();
+}
+}  // namespace
+
 ncclResult_t executeTasks(std::span<Task> tasks, ncclSimInfo_t* simInfo) {
   if (simInfo) {
     simInfo->estimatedTime = estimateMicroseconds(tasks);
@@ -223,7 +234,7 @@ ncclResult_t executeTasks(std::span<Task> tasks, ncclSimInfo_t* simInfo) {
   if (tasks.size() == 1) {  // a call outside a group: the caller holds its communicator
     const Task* one[1] = {&tasks[0]};
     if (one[0]->count == 0) return ncclSuccess;
-    return one[0]->onDevice ? runDeviceTasks(one) : runHostTasks(one);
+    return one[0]->onDevice ? runDeviceTasksShadowed(one) : runHostTasks(one);
   }
   // A group: its communicators may have been destroyed (or have failed) on other threads
   // since the calls were queued; hold each for the run.
@@ -241,7 +252,7 @@ ncclResult_t executeTasks(std::span<Task> tasks, ncclSimInfo_t* simInfo) {
     if (t.count == 0) continue;  // NCCL: a zero count is a no-op
     (t.onDevice ? device : host).push_back(&t);
   }
-  if (!device.empty()) BRAID_CHECK(runDeviceTasks(device));
+  if (!device.empty()) BRAID_CHECK(runDeviceTasksShadowed(device));
   if (!host.empty()) BRAID_CHECK(runHostTasks(host));
   return ncclSuccess;
 }

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "api/export.h"
+#include "api/fallback_route.h"
 #include "api/forward.h"
 #include "core/comm.h"
 #include "core/log.h"
@@ -82,11 +83,16 @@ ncclResult_t groupEnd(ncclSimInfo_t* simInfo) {
   if (--tls.depth > 0) return ncclSuccess;
   GroupState state = std::move(tls);
   tls = GroupState{};
-  if (state.error != ncclSuccess) return state.error;  // an enqueue failed: nothing of the group runs
-  ncclResult_t rc = runInits(state.inits);
+  // braid's half of the group first, then the real NCCL's (the calls braid lacks, made in
+  // this group on real communicators): each half keeps NCCL's group semantics.
+  ncclResult_t rc = state.error;  // an enqueue failed: nothing of braid's half runs
+  if (rc == ncclSuccess) rc = runInits(state.inits);
+  ncclResult_t rcTasks = ncclSuccess;
+  if ((rc == ncclSuccess || rc == ncclInProgress) && !state.tasks.empty()) rcTasks = executeTasks(state.tasks, simInfo);
+  ncclResult_t rcReal = closeRealGroup();
   if (rc != ncclSuccess && rc != ncclInProgress) return rc;
-  ncclResult_t rcTasks = state.tasks.empty() ? ncclSuccess : executeTasks(state.tasks, simInfo);
-  return rcTasks != ncclSuccess ? rcTasks : rc;
+  if (rcTasks != ncclSuccess) return rcTasks;
+  return rcReal != ncclSuccess ? rcReal : rc;
 }
 
 }  // namespace braid::api

@@ -10,9 +10,11 @@
 
 #include "api/device_errors.h"
 #include "api/export.h"
+#include "api/fallback_route.h"
 #include "api/forward.h"
 #include "api/group.h"
 #include "api/resources.h"
+#include "api/shadow.h"
 #include "core/bootstrap_wire.h"
 #include "core/comm.h"
 #include "core/config.h"
@@ -97,11 +99,17 @@ ncclResult_t closeComm(ncclComm* comm, bool abort, const char* caller) {
   BRAID_CHECK(braid::beginTeardown(comm, abort, caller, kDrainSeconds, &drained));
   if (!drained) return ncclSuccess;
   bool aborted = comm->abortFlag.load();  // also a destroy that interrupted calls in flight
-  braid::stopLiveness(comm, aborted);  // first: the monitor may signal the device
+  // The shadow's last checks are read, and the real communicator (if any) closed, before
+  // braid's own resources go: the real one may still run work on the same streams.
+  // An abort does not wait for them (braid's kernels may be stuck until destroyResources).
+  ncclResult_t shadowRc = aborted ? ncclSuccess : braid::api::drainShadow(comm, caller);
+  ncclResult_t realRc = braid::api::closeRealComm(comm, aborted);
+  braid::stopLiveness(comm, aborted);  // first of braid's: the monitor may signal the device
   braid::api::destroyResources(comm, aborted);
+  braid::api::releaseShadow(comm);  // its scratch and slots, now that nothing runs on them
   braid::teardownComm(comm);
   delete comm;
-  return ncclSuccess;
+  return shadowRc != ncclSuccess ? shadowRc : realRc;
 }
 
 // Blocking inits that fail leave no communicator behind; non-blocking ones keep it so that
@@ -364,8 +372,10 @@ BRAID_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
   if (s == ncclComm::State::Revoked)
     return fail(ncclInvalidUsage, "ncclCommFinalize (rank %d): the communicator was revoked; destroy it instead.", comm->rank);
   BRAID_CHECK(braid::checkCommReady(comm, "ncclCommFinalize"));
+  ncclResult_t shadowRc = braid::api::drainShadow(comm, "ncclCommFinalize");  // the last checks, read
+  BRAID_CHECK(braid::api::finalizeRealComm(comm));
   comm->state.store(ncclComm::State::Finalized);
-  return ncclSuccess;
+  return shadowRc;
 }
 
 BRAID_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
@@ -434,6 +444,7 @@ BRAID_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* as
     rc = braid::api::deviceAsyncError(comm);  // a fault on the device's streams: it stays
     if (rc != ncclSuccess) comm->asyncError.store(rc);
   }
+  if (rc == ncclSuccess) rc = braid::api::realAsyncError(comm);  // the real communicator's, if any
   *asyncError = rc;
   return ncclSuccess;
 }

@@ -18,7 +18,11 @@ class HostTransport;  // src/host: shared-memory connections for host-memory col
 namespace transport {
 class UcxNet;  // transport/ucx_net.h: FIFOs to ranks on other hosts
 }
+namespace fallback {
+class RealComm;  // src/fallback/real_comm.h: the real NCCL's communicator behind this one
+}
 namespace api {
+class Shadow;         // src/api/shadow.h: BRAID_SHADOW's scratch buffers and pending checks
 class PlanCache;      // src/api/plan.h: recently used host schedules
 class CommTuning;     // src/api/tuning.h: NCCL_ALGO/NCCL_PROTO and the links, for the tuner
 }
@@ -87,6 +91,11 @@ struct ncclComm {
   std::shared_ptr<braid::api::CommTuning> tuning;      // every algorithm/protocol/channel choice
   std::unique_ptr<braid::DeviceResources> device;  // set and reset under deviceMutex
   std::mutex deviceMutex;                           // against the monitor thread's abort signal
+  // The real NCCL's communicator over the same ranks, made by the first call that needs it
+  // (a call braid lacks, a shadow check); set under realMutex, closed with this one.
+  std::shared_ptr<braid::fallback::RealComm> real;
+  std::mutex realMutex;
+  std::shared_ptr<braid::api::Shadow> shadow;  // made by the first shadowed call; under realMutex
 
   ncclComm();
   ~ncclComm();

@@ -52,6 +52,48 @@ void* passThrough(const char* pname, ncclResult_t* refusal, std::string* message
   return target;
 }
 
+Route routeFor(Backend backend, bool braidImplements) {
+  switch (backend) {
+    case Backend::Invalid: return Route::Invalid;
+    case Backend::Nccl: return Route::Real;  // forwarded at the door (passThrough)
+    case Backend::Braid: return braidImplements ? Route::Braid : Route::BraidRefuses;
+    case Backend::Auto: break;
+  }
+  return braidImplements ? Route::Braid : Route::Real;
+}
+
+const char* routeReason(Backend backend, bool braidImplements) {
+  switch (routeFor(backend, braidImplements)) {
+    case Route::Braid: return "braid implements it";
+    case Route::Real:
+      return backend == Backend::Nccl ? "BRAID_BACKEND=nccl forwards every call"
+                                      : "braid does not implement it and BRAID_BACKEND=auto sends it to the real NCCL";
+    case Route::BraidRefuses: return "braid does not implement it and BRAID_BACKEND=braid allows no fallback";
+    case Route::Invalid: break;
+  }
+  return "BRAID_BACKEND is not one of auto, braid, nccl";
+}
+
+void* fallbackSymbol(const char* pname, ncclResult_t* refusal, std::string* message) {
+  *refusal = ncclSuccess;
+  std::string report;
+  const RealNccl* lib = realNccl(&report);
+  if (lib == nullptr) {
+    *refusal = ncclSystemError;
+    *message = std::string(pname + 1) + ": braid does not implement it and BRAID_BACKEND=auto sends it to the real "
+               "NCCL, but " + report +
+               "; or BRAID_BACKEND=braid, which silences the attempt (the call then fails as braid's own)";
+    return nullptr;
+  }
+  void* target = lib->symbol(pname);
+  if (target == nullptr) {
+    *refusal = ncclInvalidUsage;
+    *message = std::string(pname + 1) + ": braid does not implement it, and the real NCCL (" + lib->path + ", " +
+               versionText(lib->version) + ") has no " + pname;
+  }
+  return target;
+}
+
 void noteForwardedFailure(const char* pname, ncclResult_t result) {
   const RealNccl* lib = realNccl();
   if (lib == nullptr) return;

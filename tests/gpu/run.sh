@@ -23,6 +23,15 @@
 #                 and storage parts ran, braid's and NCCL's all-reduce rows.
 #   fallback      tests/gpu/fallback_device.sh: BRAID_BACKEND=nccl through braid-perf (1 rank)
 #                 beside braid and the real NCCL directly: results checked, time per 8-byte call.
+#   fallback-auto tests/gpu/fallback_auto.sh auto: BRAID_BACKEND=auto serves ncclTeamWorld from
+#                 the real NCCL (braid refuses it under =braid); BRAID_SHADOW=1 STRICT over every
+#                 collective x type x op (1 rank): no mismatch; a planted mismatch
+#                 (BRAID_SHADOW_TEST_PERTURB) caught and named; graph capture refused, logged.
+#   shadow-cost   fallback_auto.sh shadow-cost: braid-perf all-reduce at 8 B, 1 MB, 64 MB with
+#                 and without BRAID_SHADOW=1.
+#   nccl-tests-fb fallback_auto.sh nccl-tests: nccl-tests (built here) with 1 rank under
+#                 BRAID_BACKEND=nccl and =auto, each test's own check.
+#   torch-shadow  torch_dropin.py at world size 1 with BRAID_SHADOW=1 STRICT under LD_PRELOAD.
 #   nccl-compare  braid vs the real NCCL, 1 rank each, in one process (gpu_nccl_compare):
 #                 bitwise outputs, all-reduce 8 B..1 GB, CPU time per call, comm memory.
 #   nccl-cmp-N    the same comparison of outputs with N = 2, 4, 8 ranks, one per GPU, where
@@ -208,6 +217,15 @@ section faults "${LIMIT_FAULTS:-120}" bash "$here/faults_device.sh" "$build"
 # 1c. braid-doctor on this machine; BRAID_BACKEND=nccl against the real NCCL.
 section doctor "${LIMIT_DOCTOR:-100}" bash "$here/doctor_device.sh" "$build" "$logs/doctor"
 [ -n "$real_nccl" ] && section fallback "${LIMIT_FALLBACK:-60}" bash "$here/fallback_device.sh" "$build" "$real_nccl"
+# 1d. BRAID_BACKEND=auto and BRAID_SHADOW (issue 14), 1 rank on GPU 0.
+if [ -n "$real_nccl" ]; then
+  section fallback-auto "${LIMIT_FALLBACK_AUTO:-240}" bash "$here/fallback_auto.sh" auto "$build" "$real_nccl"
+  section shadow-cost "${LIMIT_SHADOW_COST:-120}" bash "$here/fallback_auto.sh" shadow-cost "$build" "$real_nccl"
+  section nccl-tests-fb "${LIMIT_NCCL_TESTS_FB:-400}" bash "$here/fallback_auto.sh" nccl-tests "$build" "$real_nccl"
+  section torch-shadow "${LIMIT_TORCH_SHADOW:-150}" bash "$here/fallback_auto.sh" torch "$build" "$real_nccl"
+else
+  skip fallback-auto "no real libnccl.so.2 found (set NCCL_REAL_LIB)"
+fi
 # 2. braid against the real NCCL (1 rank each), with the 1-rank measurements; then, where there
 #    are enough GPUs, 2, 4 and 8 ranks (one per GPU, ncclCommInitAll in one process).
 if [ -n "$real_nccl" ]; then
