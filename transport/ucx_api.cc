@@ -34,6 +34,7 @@ const Api* api(std::string* why) {
     get(table.configRelease, "ucp_config_release");
     get(table.initVersion, "ucp_init_version");
     get(table.cleanup, "ucp_cleanup");
+    get(table.contextQuery, "ucp_context_query");
     get(table.versionString, "ucp_get_version_string");
     get(table.workerCreate, "ucp_worker_create");
     get(table.workerDestroy, "ucp_worker_destroy");

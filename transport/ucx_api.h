@@ -16,6 +16,7 @@ struct Api {
   decltype(&::ucp_config_release) configRelease;
   decltype(&::ucp_init_version) initVersion;
   decltype(&::ucp_cleanup) cleanup;
+  decltype(&::ucp_context_query) contextQuery;
   decltype(&::ucp_get_version_string) versionString;
   decltype(&::ucp_worker_create) workerCreate;
   decltype(&::ucp_worker_destroy) workerDestroy;
