@@ -55,7 +55,9 @@ run() {
   if [ "$left" -lt 25 ]; then echo "$label skipped (deadline)" | tee -a "$summary"; return; fi
   local envs=(-x NCCL_TESTS_DEVICE=0 -x NCCL_NVLS_ENABLE=0 -x EMULATED_RANKS_PER_HOST="$per" -x NCCL_SOCKET_IFNAME=lo)
   if [ "$who" = braid ]; then
-    envs+=(-x LD_PRELOAD="$lib" -x UCX_TLS=tcp -x UCX_NET_DEVICES=lo)
+    # braid counts ranks per GPU per host: emulated hosts hide that 4 ranks share GPU 0, and
+    # under MPS their kernels must fit its SMs together (132 on an H200): BRAID_MAX_CTAS a rank.
+    envs+=(-x LD_PRELOAD="$lib" -x UCX_TLS=tcp -x UCX_NET_DEVICES=lo -x NCCL_MAX_CTAS="${BRAID_MAX_CTAS:-32}")
   else
     envs+=(-x NCCL_NET=Socket -x NCCL_P2P_DISABLE=1 -x NCCL_SHM_DISABLE=1)
     [ -n "${REAL_NCCL:-}" ] && envs+=(-x LD_LIBRARY_PATH="$REAL_NCCL${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")

@@ -113,7 +113,9 @@ if [ "${1:-}" = "--part" ]; then
       exit $rc_all ;;
     mp-net-device)
       if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then echo "SUMMARY SKIP (no GPU)"; exit 77; fi
-      export NCCL_SOCKET_IFNAME=lo UCX_TLS=tcp UCX_NET_DEVICES=lo EMULATED_RANKS_PER_HOST=2
+      # braid counts the ranks on a GPU per host, so it sees 2 on GPU 0 where 4 are: the blocks cap
+      # (NCCL_MAX_CTAS) keeps 4 ranks' kernels within the H200's 132 SMs (should MPS run).
+      export NCCL_SOCKET_IFNAME=lo UCX_TLS=tcp UCX_NET_DEVICES=lo EMULATED_RANKS_PER_HOST=2 NCCL_MAX_CTAS=32
       if command -v ucx_info >/dev/null 2>&1; then
         echo "--- ucx_info -v; ucx_info -d (transports and devices, counted)"
         ucx_info -v 2>&1 | head -3
