@@ -16,7 +16,8 @@
 #   braid-2x1, nccl-2x1   2 hosts x 1 rank each
 # NCCL_NVLS_ENABLE=0 always; nccl-tests' -D (NVLink multicast kernels) is never passed.
 # Environment: DEADLINE (seconds, default 500), ARGS (nccl-tests size flags, default
-# -b 8 -e 64M -f 2; -D refused), NT_BIN (nccl-tests binaries to reuse), REAL_NCCL (the real
+# -b 8 -e 64M -f 2; -D refused), NT_BIN (nccl-tests binaries to reuse), BRAID_MAX_CTAS (braid's
+# blocks per rank, default 32: see run()), REAL_NCCL (the real
 # libnccl.so.2's folder, put first on LD_LIBRARY_PATH for the nccl runs; default: whatever
 # nccl-tests was linked against).
 set -u
