@@ -30,6 +30,8 @@ struct Api {
   decltype(&::ucp_tag_send_nbx) tagSendNbx;
   decltype(&::ucp_tag_recv_nbx) tagRecvNbx;
   decltype(&::ucp_tag_recv_request_test) tagRecvRequestTest;
+  decltype(&::ucp_tag_probe_nb) tagProbeNb;
+  decltype(&::ucp_tag_msg_recv_nbx) tagMsgRecvNbx;
   decltype(&::ucp_request_check_status) requestCheckStatus;
   decltype(&::ucp_request_cancel) requestCancel;
   decltype(&::ucp_request_free) requestFree;

@@ -181,6 +181,7 @@ class UcxNetImpl final : public UcxNet {
   // Done (status in *status) or still running; frees a finished request.
   bool finished(Pending& p, ucs_status_t* status, ucp_tag_recv_info_t* info = nullptr);
   void failConn(int peer, const char* what, ucs_status_t status);
+  void discardUnexpected();
   void shutdown();
 
   ncclComm* comm_;
@@ -734,10 +735,32 @@ void UcxNetImpl::shutdown() {
     for (void* r : closing)
       if (r) api_->requestFree(r);
   }
+  discardUnexpected();
   api_->workerDestroy(worker_);
   worker_ = nullptr;
   api_->cleanup(context_);
   context_ = nullptr;
+}
+
+// Messages that arrived after their receive was cancelled (a peer's last credits, sent while
+// this rank closes) stay unexpected, and UCX warns of each as the worker goes: taken here.
+// Bounded: at most 4096 messages, each waited for 100 ms at most.
+void UcxNetImpl::discardUnexpected() {
+  std::vector<char> sink(64);
+  for (int k = 0; k < 4096; ++k) {
+    ucp_tag_recv_info_t info{};
+    ucp_tag_message_h msg = api_->tagProbeNb(worker_, 0, 0, /*remove=*/1, &info);
+    if (msg == nullptr) return;
+    if (info.length > sink.size()) sink.resize(info.length);
+    ucp_request_param_t p{};
+    ucs_status_ptr_t r = api_->tagMsgRecvNbx(worker_, sink.data(), info.length, msg, &p);
+    if (UCS_PTR_IS_ERR(r)) return;
+    if (r == nullptr) continue;
+    const auto end = Clock::now() + std::chrono::milliseconds(100);
+    while (api_->requestCheckStatus(r) == UCS_INPROGRESS && Clock::now() < end) api_->workerProgress(worker_);
+    if (api_->requestCheckStatus(r) == UCS_INPROGRESS) api_->requestCancel(worker_, r);
+    api_->requestFree(r);
+  }
 }
 
 void UcxNetImpl::close(bool abort) {
