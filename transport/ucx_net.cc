@@ -26,6 +26,7 @@
 #include "core/socket.h"
 #include "transport/host_fifo.h"
 #include "transport/select.h"
+#include "transport/ucx_address.h"
 #include "transport/ucx_api.h"
 
 namespace braid::transport {
@@ -104,36 +105,6 @@ struct RecvConn {
   Pending creditSend;
   bool failed = false;
 };
-
-// The worker addresses, exchanged over the bootstrap in two rounds (sizes and failures, then
-// the addresses padded to the longest). A rank that could not start UCX sends its reason
-// instead of an address, so that every rank fails together and names it.
-struct AddressSize {
-  uint64_t bytes;
-  char failure[240];
-};
-struct Exchange {
-  std::vector<AddressSize> sizes;
-  std::vector<char> all;
-  size_t maxBytes = 1;
-  const char* address(int rank) const { return all.data() + maxBytes * rank; }
-};
-ncclResult_t exchange(ncclComm* comm, const std::string& failure, const void* address, size_t bytes, Exchange* ex) {
-  const int n = comm->nRanks, me = comm->rank;
-  ex->sizes.assign(n, AddressSize{});
-  ex->sizes[me].bytes = failure.empty() ? bytes : 0;
-  std::snprintf(ex->sizes[me].failure, sizeof ex->sizes[me].failure, "%s", failure.c_str());
-  BRAID_CHECK(comm->bootstrap->allGather(ex->sizes.data(), sizeof(AddressSize)));
-  for (const AddressSize& s : ex->sizes) ex->maxBytes = std::max<size_t>(ex->maxBytes, s.bytes);
-  ex->all.assign(ex->maxBytes * n, 0);
-  if (failure.empty()) std::memcpy(ex->all.data() + ex->maxBytes * me, address, bytes);
-  BRAID_CHECK(comm->bootstrap->allGather(ex->all.data(), ex->maxBytes));
-  for (int r = 0; r < n; ++r)
-    if (ex->sizes[r].failure[0] != '\0')
-      return fail(ncclSystemError, "rank %d: its communicator has ranks on other hosts, which need UCX, and rank %d cannot use "
-                  "it: %.240s", me, r, ex->sizes[r].failure);
-  return ncclSuccess;
-}
 
 class UcxNetImpl;
 
@@ -285,8 +256,8 @@ ncclResult_t UcxNetImpl::start() {
     BRAID_INFO(kNet | kInit, "rank %d: UCX %s%s%s (net device %s)", me, api_->versionString(), failure.empty() ? "" : ": ",
                failure.c_str(), ifName.empty() ? "as UCX chooses" : ifName.c_str());
   }
-  Exchange ex;
-  ncclResult_t rc = exchange(comm_, failure, address, addressBytes, &ex);
+  AddressExchange ex;
+  ncclResult_t rc = exchangeAddresses(comm_, failure, address, addressBytes, &ex);
   if (address) api_->workerReleaseAddress(worker_, address);
   BRAID_CHECK(rc);
   for (int r = 0; r < n; ++r) {
@@ -804,8 +775,8 @@ ncclResult_t UcxNet::create(ncclComm* comm, std::shared_ptr<UcxNet>* out) {
     return fail(ncclInvalidUsage, "rank %d: UCX connections carry at most %d ranks; this communicator has %d", comm->rank,
                 kMaxRanks, comm->nRanks);
   if (api == nullptr) {  // still joins the exchange, which fails on every rank, naming this one
-    Exchange ex;
-    return exchange(comm, why, nullptr, 0, &ex);
+    AddressExchange ex;
+    return exchangeAddresses(comm, why, nullptr, 0, &ex);
   }
   auto net = std::make_shared<UcxNetImpl>(comm, api);
   ncclResult_t rc = net->start();
