@@ -102,7 +102,8 @@ ncclResult_t HostTransport::attachNetwork(const ConnKey& key, bool send) {
   seg.ownedHeap = true;
   new (seg.base) FifoControl();
   (send ? sendSegments_ : recvSegments_)[key] = seg;
-  BRAID_CHECK(send ? comm_->net->addSender(channel, peer, seg.base) : comm_->net->addReceiver(channel, peer, seg.base));
+  const transport::NetFifo fifo = transport::hostNetFifo(seg.base);
+  BRAID_CHECK(send ? comm_->net->addSender(channel, peer, fifo) : comm_->net->addReceiver(channel, peer, fifo));
   (send ? sends_ : recvs_)[key].base = seg.base;
   return ncclSuccess;
 }

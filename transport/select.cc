@@ -1,5 +1,7 @@
 #include "transport/select.h"
 
+#include <atomic>
+
 #include "core/log.h"
 
 namespace braid::transport {
@@ -15,20 +17,38 @@ bool needsNetwork(const std::vector<PeerInfo>& peers, int me) {
   return false;
 }
 
-std::string describeChoice(const std::vector<PeerInfo>& peers, int me, int peer) {
-  const char* text = "";
+DeviceTransport deviceTransportOf(const PeerInfo& me, const PeerInfo& peer) {
+  return localityOf(me, peer) == Locality::OtherHost ? DeviceTransport::NetStaged : DeviceTransport::P2p;
+}
+
+bool carriesLL(DeviceTransport t) { return t == DeviceTransport::P2p; }
+bool carriesLL128(DeviceTransport t) { return t == DeviceTransport::P2p; }
+
+std::string describeChoice(const std::vector<PeerInfo>& peers, int me, int peer, bool ucxCudaMemory) {
+  std::string text;
   switch (localityOf(peers[me], peers[peer])) {
     case Locality::SameProcess: text = "same process: plain memory (host), pointers (device)"; break;
     case Locality::SameHost: text = "same host: shared memory (host), CUDA IPC or staged FIFOs (device)"; break;
-    case Locality::OtherHost: text = "other host: UCX (host memory); device memory: not supported across hosts yet"; break;
+    case Locality::OtherHost:
+      text = std::string("other host: UCX (host memory: the CPU engine's FIFOs; device memory: Simple FIFOs staged in "
+                         "pinned host memory, no LL/LL128") +
+             (ucxCudaMemory ? "; UCX reports CUDA memory, GPUDirect not used yet)" : ")");
+      break;
   }
   return "rank " + std::to_string(me) + " -> rank " + std::to_string(peer) + ": " + text;
 }
 
-void logChoices(const std::vector<PeerInfo>& peers, int me) {
+void logChoices(const std::vector<PeerInfo>& peers, int me, bool ucxCudaMemory) {
   if (!logEnabled(LogLevel::Info, kNet | kP2p)) return;
   for (int p = 0; p < static_cast<int>(peers.size()); ++p)
-    if (p != me) BRAID_INFO(kNet | kP2p, "transport: %s", describeChoice(peers, me, p).c_str());
+    if (p != me) BRAID_INFO(kNet | kP2p, "transport: %s", describeChoice(peers, me, p, ucxCudaMemory).c_str());
+  static std::atomic<bool> said{false};
+  if (needsNetwork(peers, me) && !said.exchange(true))
+    BRAID_INFO(kNet | kP2p,
+               "rank %d: %s: device-memory connections to other hosts stage through pinned host memory", me,
+               ucxCudaMemory ? "UCX reports CUDA memory support (UCS_MEMORY_TYPE_CUDA), but braid's GPUDirect path is "
+                               "not written yet"
+                             : "UCX here has no CUDA memory support (UCS_MEMORY_TYPE_CUDA), so no GPUDirect RDMA");
 }
 
 }  // namespace braid::transport

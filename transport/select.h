@@ -2,7 +2,8 @@
 // (issue 15 item 1): both engines and the init ask here.
 //   host memory:   same process: plain memory; same host: shared memory; other host: UCX.
 //   device memory: same process: pointers; same host: CUDA IPC (or FIFOs staged in pinned
-//                  shared memory, transport/p2p.h); other host: none yet.
+//                  shared memory, transport/p2p.h); other host: Simple FIFOs staged in pinned
+//                  host memory at each end, moved by the UCX proxy (transport/net_device.h).
 #pragma once
 #include <string>
 #include <vector>
@@ -16,9 +17,33 @@ enum class Locality { SameProcess, SameHost, OtherHost };
 Locality localityOf(const PeerInfo& me, const PeerInfo& peer);
 // Whether some peer runs on another host (a communicator that needs UCX at init).
 bool needsNetwork(const std::vector<PeerInfo>& peers, int me);
-// "rank 0 -> rank 3: other host, UCX (host memory); device memory: not supported across hosts"
-std::string describeChoice(const std::vector<PeerInfo>& peers, int me, int peer);
-// One INFO line per peer (NCCL_DEBUG_SUBSYS=NET,P2P), at init.
-void logChoices(const std::vector<PeerInfo>& peers, int me);
+
+// The GPU connection to a peer.
+//   P2p: pointers, CUDA IPC or pinned shared memory (P2pTransport decides which: planStaging).
+//   NetStaged: each end's FIFO in its own pinned host memory, the UCX proxy moves the slots.
+// (Device FIFOs handed to UCX directly, GPUDirect RDMA where UCX reports CUDA memory, are not
+// written yet: NetStaged is used there too.)
+enum class DeviceTransport { P2p, NetStaged };
+DeviceTransport deviceTransportOf(const PeerInfo& me, const PeerInfo& peer);
+
+// Which protocols (kernels/proto_*.cuh) a GPU connection carries.
+//   Simple: every transport (a slot is full when the tail counter says so).
+//   LL: P2p (every 8-byte word carries its flag and arrives whole, also in host memory); not
+//       NetStaged: LL moves no tail counter, so the proxy could not tell when a slot is full
+//       or how much of it a slice wrote (it would have to scan lines for flags and forward
+//       them as they appear, in 8-byte-atomic writes at the far end: not written).
+//   LL128: only P2p links that P2pTransport marks ordered128 (one GPU or NVLink); never
+//       NetStaged: the 128-byte line reaches the far end through the proxy's send, TCP and a
+//       CPU copy into pinned memory that the GPU reads over PCIe, none of which keeps a line
+//       whole, so a reader could see the flag before the 120 data bytes beside it.
+bool carriesLL(DeviceTransport t);
+bool carriesLL128(DeviceTransport t);
+
+// "rank 0 -> rank 3: other host, UCX (host memory: ...; device memory: ...)". `ucxCudaMemory`:
+// the communicator's UCX reports CUDA memory support (UcxNet::cudaMemory()).
+std::string describeChoice(const std::vector<PeerInfo>& peers, int me, int peer, bool ucxCudaMemory = false);
+// One INFO line per peer (NCCL_DEBUG_SUBSYS=NET,P2P), at init; and once per process, where a
+// communicator has ranks on other hosts, whether UCX could take device memory directly.
+void logChoices(const std::vector<PeerInfo>& peers, int me, bool ucxCudaMemory = false);
 
 }  // namespace braid::transport

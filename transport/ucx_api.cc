@@ -34,6 +34,7 @@ const Api* api(std::string* why) {
     get(table.configRelease, "ucp_config_release");
     get(table.initVersion, "ucp_init_version");
     get(table.cleanup, "ucp_cleanup");
+    get(table.contextQuery, "ucp_context_query");
     get(table.versionString, "ucp_get_version_string");
     get(table.workerCreate, "ucp_worker_create");
     get(table.workerDestroy, "ucp_worker_destroy");
@@ -47,6 +48,8 @@ const Api* api(std::string* why) {
     get(table.tagSendNbx, "ucp_tag_send_nbx");
     get(table.tagRecvNbx, "ucp_tag_recv_nbx");
     get(table.tagRecvRequestTest, "ucp_tag_recv_request_test");
+    get(table.tagProbeNb, "ucp_tag_probe_nb");
+    get(table.tagMsgRecvNbx, "ucp_tag_msg_recv_nbx");
     get(table.requestCheckStatus, "ucp_request_check_status");
     get(table.requestCancel, "ucp_request_cancel");
     get(table.requestFree, "ucp_request_free");

@@ -16,6 +16,7 @@ struct Api {
   decltype(&::ucp_config_release) configRelease;
   decltype(&::ucp_init_version) initVersion;
   decltype(&::ucp_cleanup) cleanup;
+  decltype(&::ucp_context_query) contextQuery;
   decltype(&::ucp_get_version_string) versionString;
   decltype(&::ucp_worker_create) workerCreate;
   decltype(&::ucp_worker_destroy) workerDestroy;
@@ -29,6 +30,8 @@ struct Api {
   decltype(&::ucp_tag_send_nbx) tagSendNbx;
   decltype(&::ucp_tag_recv_nbx) tagRecvNbx;
   decltype(&::ucp_tag_recv_request_test) tagRecvRequestTest;
+  decltype(&::ucp_tag_probe_nb) tagProbeNb;
+  decltype(&::ucp_tag_msg_recv_nbx) tagMsgRecvNbx;
   decltype(&::ucp_request_check_status) requestCheckStatus;
   decltype(&::ucp_request_cancel) requestCancel;
   decltype(&::ucp_request_free) requestFree;

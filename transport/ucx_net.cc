@@ -1,6 +1,7 @@
 #include "transport/ucx_net.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -25,6 +26,7 @@
 #include "core/socket.h"
 #include "transport/host_fifo.h"
 #include "transport/select.h"
+#include "transport/ucx_address.h"
 #include "transport/ucx_api.h"
 
 namespace braid::transport {
@@ -45,15 +47,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A message's tag: its kind, channel, the sending rank and (data) the slot's sequence number,
-// so that every receive names exactly the message it takes.
-// Bits: kind 2 | channel 14 (data lanes and the call check's lane) | rank 20 | sequence 28
-// (at most kFifoSlots messages of a connection are in flight, so 28 bits never alias).
+// A message's tag: its kind, engine space (net_fifo.h), channel, the sending rank and (data)
+// the slot's sequence number, so that every receive names exactly the message it takes.
+// Bits: kind 2 | space 1 | channel 13 (data lanes and the call check's lane; the GPU's p2p
+// lanes from 64) | rank 20 | sequence 28 (at most kMaxNetSlots messages of a connection are in
+// flight, so 28 bits never alias).
 enum Kind : uint64_t { kData = 1, kCredit = 2 };
-constexpr int kMaxChannels = 1 << 14;
+constexpr int kMaxChannels = 1 << 13;
 constexpr int kMaxRanks = 1 << 20;
-ucp_tag_t tagOf(Kind kind, int channel, int sender, uint64_t seq) {
-  return (uint64_t(kind) << 62) | (uint64_t(channel) << 48) | (uint64_t(sender) << 28) | (seq & 0xfffffffu);
+ucp_tag_t tagOf(Kind kind, uint32_t space, int channel, int sender, uint64_t seq) {
+  return (uint64_t(kind) << 62) | (uint64_t(space & 1) << 61) | (uint64_t(channel) << 48) | (uint64_t(sender) << 28) |
+         (seq & 0xfffffffu);
 }
 constexpr ucp_tag_t kFullMask = ~ucp_tag_t(0);
 
@@ -65,67 +69,42 @@ struct Pending {
 
 struct SendConn {
   int channel = 0, peer = 0;
-  void* fifo = nullptr;
+  NetFifo fifo;
   uint64_t sent = 0, completed = 0, remoteHead = 0;
-  Pending sends[kFifoSlots];
-  ucp_dt_iov_t iov[kFifoSlots][2];
+  Pending sends[kMaxNetSlots];
+  ucp_dt_iov_t iov[kMaxNetSlots][2];
   uint64_t credit = 0;  // the receiver's last head
   Pending creditRecv;
   ucp_tag_recv_info_t creditInfo{};
   bool failed = false;
 };
 
-// Credits go back in batches: one message per consumed slot cost an 8 B all-reduce a quarter of
-// its time (direct, 2 nodes x 1 rank: 37 -> 27 us, median of 5 runs each). The sender keeps at least
-// kFifoSlots - kCreditBatch + 1 slots in flight. A credit held back goes anyway once the engine
-// has consumed nothing more for kCreditHold: a ring whose every rank waits for space towards its
-// neighbour, each holding a few uncredited slots, would otherwise wait for ever.
-constexpr uint64_t kCreditBatch = kFifoSlots / 2;
+// Credits go back in batches of half the FIFO: one message per consumed slot cost an 8 B
+// all-reduce a quarter of its time (direct, 2 nodes x 1 rank: 37 -> 27 us, median of 5 runs
+// each). The sender keeps at least nSlots - nSlots / 2 + 1 slots in flight. A credit held back
+// goes anyway once the engine has consumed nothing more for kCreditHold: a ring whose every
+// rank waits for space towards its neighbour, each holding a few uncredited slots, would
+// otherwise wait for ever.
+uint64_t creditBatch(const NetFifo& f) { return std::max<uint64_t>(1, f.nSlots / 2); }
 constexpr auto kCreditHold = std::chrono::microseconds(50);
+
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
 
 struct RecvConn {
   int channel = 0, peer = 0;
-  void* fifo = nullptr;
+  NetFifo fifo;
   uint64_t posted = 0, done = 0, creditSent = 0;
   uint64_t headSeen = 0;          // the engine's head at the last look, and since when
   Clock::time_point headSince{};
-  Pending recvs[kFifoSlots];
-  ucp_dt_iov_t iov[kFifoSlots][2];
-  ucp_tag_recv_info_t info[kFifoSlots]{};
+  Pending recvs[kMaxNetSlots];
+  ucp_dt_iov_t iov[kMaxNetSlots][2];
+  ucp_tag_recv_info_t info[kMaxNetSlots]{};
   uint64_t creditOut = 0;
   Pending creditSend;
   bool failed = false;
 };
-
-// The worker addresses, exchanged over the bootstrap in two rounds (sizes and failures, then
-// the addresses padded to the longest). A rank that could not start UCX sends its reason
-// instead of an address, so that every rank fails together and names it.
-struct AddressSize {
-  uint64_t bytes;
-  char failure[240];
-};
-struct Exchange {
-  std::vector<AddressSize> sizes;
-  std::vector<char> all;
-  size_t maxBytes = 1;
-  const char* address(int rank) const { return all.data() + maxBytes * rank; }
-};
-ncclResult_t exchange(ncclComm* comm, const std::string& failure, const void* address, size_t bytes, Exchange* ex) {
-  const int n = comm->nRanks, me = comm->rank;
-  ex->sizes.assign(n, AddressSize{});
-  ex->sizes[me].bytes = failure.empty() ? bytes : 0;
-  std::snprintf(ex->sizes[me].failure, sizeof ex->sizes[me].failure, "%s", failure.c_str());
-  BRAID_CHECK(comm->bootstrap->allGather(ex->sizes.data(), sizeof(AddressSize)));
-  for (const AddressSize& s : ex->sizes) ex->maxBytes = std::max<size_t>(ex->maxBytes, s.bytes);
-  ex->all.assign(ex->maxBytes * n, 0);
-  if (failure.empty()) std::memcpy(ex->all.data() + ex->maxBytes * me, address, bytes);
-  BRAID_CHECK(comm->bootstrap->allGather(ex->all.data(), ex->maxBytes));
-  for (int r = 0; r < n; ++r)
-    if (ex->sizes[r].failure[0] != '\0')
-      return fail(ncclSystemError, "rank %d: its communicator has ranks on other hosts, which need UCX, and rank %d cannot use "
-                  "it: %.240s", me, r, ex->sizes[r].failure);
-  return ncclSuccess;
-}
 
 class UcxNetImpl;
 
@@ -142,14 +121,22 @@ class UcxNetImpl final : public UcxNet {
   ~UcxNetImpl() override { close(true); }
 
   ncclResult_t start();
-  ncclResult_t addSender(int channel, int peer, void* fifo) override { return add(channel, peer, fifo, true); }
-  ncclResult_t addReceiver(int channel, int peer, void* fifo) override { return add(channel, peer, fifo, false); }
+  ncclResult_t addSender(int channel, int peer, const NetFifo& fifo) override { return add(channel, peer, fifo, true); }
+  ncclResult_t addReceiver(int channel, int peer, const NetFifo& fifo) override { return add(channel, peer, fifo, false); }
+  void keep(std::shared_ptr<void> memory) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    kept_.push_back(std::move(memory));
+  }
+  void kick() override;
+  bool cudaMemory() const override { return cudaMemory_; }
   bool progress(bool flush) override;
   void close(bool abort) override;
   void onEndpointError(int peer, ucs_status_t status);
 
  private:
-  ncclResult_t add(int channel, int peer, void* fifo, bool send);
+  ncclResult_t add(int channel, int peer, const NetFifo& fifo, bool send);
+  // Polled connections (NetFifo::polled) may move now: the proxy does not sleep.
+  bool polling(Clock::time_point now) const;
   void run();
   // One pass over the worker and every connection (workerMutex_ held). True when something moved.
   bool round();
@@ -165,6 +152,7 @@ class UcxNetImpl final : public UcxNet {
   // Done (status in *status) or still running; frees a finished request.
   bool finished(Pending& p, ucs_status_t* status, ucp_tag_recv_info_t* info = nullptr);
   void failConn(int peer, const char* what, ucs_status_t status);
+  void discardUnexpected();
   void shutdown();
 
   ncclComm* comm_;
@@ -190,6 +178,10 @@ class UcxNetImpl final : public UcxNet {
   std::vector<RecvConn*> activeRecvs_;
   std::thread proxy_;
   std::atomic<bool> stop_{false}, abort_{false}, closed_{false};
+  bool cudaMemory_ = false;
+  bool anyPolled_ = false;  // the proxy's: some active connection is polled
+  std::atomic<int64_t> pollUntil_{0};  // steady-clock ns: polled connections are watched until then
+  std::vector<std::shared_ptr<void>> kept_;  // released after the proxy stopped (keep())
 };
 
 void errorCallback(void* arg, ucp_ep_h, ucs_status_t status) {
@@ -245,6 +237,11 @@ ncclResult_t UcxNetImpl::start() {
     params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
     if (s == UCS_OK) s = api_->initVersion(UCP_API_MAJOR, UCP_API_MINOR, &params, config, &context_);
     if (config) api_->configRelease(config);
+    // CUDA memory handed to UCX directly (GPUDirect RDMA) needs a UCX built with CUDA support.
+    ucp_context_attr_t attr{};
+    attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+    if (s == UCS_OK && api_->contextQuery(context_, &attr) == UCS_OK)
+      cudaMemory_ = (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
     ucp_worker_params_t wp{};
     wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // made here, then used by the proxy thread alone
@@ -259,8 +256,8 @@ ncclResult_t UcxNetImpl::start() {
     BRAID_INFO(kNet | kInit, "rank %d: UCX %s%s%s (net device %s)", me, api_->versionString(), failure.empty() ? "" : ": ",
                failure.c_str(), ifName.empty() ? "as UCX chooses" : ifName.c_str());
   }
-  Exchange ex;
-  ncclResult_t rc = exchange(comm_, failure, address, addressBytes, &ex);
+  AddressExchange ex;
+  ncclResult_t rc = exchangeAddresses(comm_, failure, address, addressBytes, &ex);
   if (address) api_->workerReleaseAddress(worker_, address);
   BRAID_CHECK(rc);
   for (int r = 0; r < n; ++r) {
@@ -284,9 +281,13 @@ ncclResult_t UcxNetImpl::start() {
   return ncclSuccess;
 }
 
-ncclResult_t UcxNetImpl::add(int channel, int peer, void* fifo, bool send) {
-  if (channel < 0 || channel >= kMaxChannels || links_[peer].ep == nullptr)
+ncclResult_t UcxNetImpl::add(int channel, int peer, const NetFifo& fifo, bool send) {
+  if (channel < 0 || channel >= kMaxChannels || peer < 0 || peer >= comm_->nRanks || links_[peer].ep == nullptr)
     return fail(ncclInternalError, "rank %d: no UCX connection for channel %d to rank %d", comm_->rank, channel, peer);
+  if (fifo.slots == nullptr || fifo.tail == nullptr || fifo.head == nullptr || fifo.nSlots == 0 ||
+      fifo.nSlots > kMaxNetSlots || fifo.slotBytes == 0 || fifo.space > 1)
+    return fail(ncclInternalError, "rank %d: a UCX FIFO to rank %d (channel %d) of %u slots of %zu bytes; need 1..%u slots",
+                comm_->rank, peer, channel, fifo.nSlots, fifo.slotBytes, kMaxNetSlots);
   std::lock_guard<std::mutex> lock(mutex_);
   auto fill = [&](auto& conns, auto& fresh) {
     auto& c = conns.emplace_back();
@@ -328,7 +329,7 @@ bool posted(ucs_status_ptr_t r, Pending* p, ucs_status_t* error) {
 
 bool UcxNetImpl::progressSend(SendConn& c) {
   if (c.failed || links_[c.peer].failed.load()) return false;
-  FifoControl* ctl = FifoLayout::control(c.fifo);
+  const NetFifo& f = c.fifo;
   bool moved = false;
   ucs_status_t s = UCS_OK;
   // Credits: the receiver's head, in order.
@@ -346,7 +347,7 @@ bool UcxNetImpl::progressSend(SendConn& c) {
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FIELD_RECV_INFO;
     p.recv_info.tag_info = &c.creditInfo;
-    if (!posted(api_->tagRecvNbx(worker_, &c.credit, sizeof c.credit, tagOf(kCredit, c.channel, c.peer, 0), kFullMask, &p),
+    if (!posted(api_->tagRecvNbx(worker_, &c.credit, sizeof c.credit, tagOf(kCredit, f.space, c.channel, c.peer, 0), kFullMask, &p),
                 &c.creditRecv, &s)) {
       failConn(c.peer, "posting a credit receive", s);
       c.failed = true;
@@ -354,16 +355,24 @@ bool UcxNetImpl::progressSend(SendConn& c) {
     }
   }
   // Slots the engine posted, as far as the receiver has room.
-  const uint64_t tail = ctl->tail.load(std::memory_order_acquire);
-  while (c.sent < tail && c.sent < c.remoteHead + kFifoSlots) {
-    const int i = static_cast<int>(c.sent % kFifoSlots);
-    c.iov[i][0] = {&ctl->headers[i], sizeof(SlotHeader)};
-    c.iov[i][1] = {FifoLayout::slot(c.fifo, c.sent), static_cast<size_t>(ctl->headers[i].bytes)};
+  // The GPU's slots carry no header: a whole slot goes (the kernel does not say how much of it
+  // a slice filled), one contiguous message.
+  const uint64_t tail = f.tail->load(std::memory_order_acquire);
+  while (c.sent < tail && c.sent < c.remoteHead + f.nSlots) {
+    const int i = static_cast<int>(c.sent % f.nSlots);
     ucp_request_param_t p{};
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
-    p.datatype = ucp_dt_make_iov();
-    if (!posted(api_->tagSendNbx(links_[c.peer].ep, c.iov[i], 2, tagOf(kData, c.channel, comm_->rank, c.sent), &p),
-                &c.sends[i], &s)) {
+    ucs_status_ptr_t r;
+    const ucp_tag_t tag = tagOf(kData, f.space, c.channel, comm_->rank, c.sent);
+    if (f.headers != nullptr) {
+      c.iov[i][0] = {&f.headers[i], sizeof(SlotHeader)};
+      c.iov[i][1] = {f.slot(c.sent), static_cast<size_t>(std::min<uint64_t>(f.headers[i].bytes, f.slotBytes))};
+      p.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+      p.datatype = ucp_dt_make_iov();
+      r = api_->tagSendNbx(links_[c.peer].ep, c.iov[i], 2, tag, &p);
+    } else {
+      r = api_->tagSendNbx(links_[c.peer].ep, f.slot(c.sent), f.slotBytes, tag, &p);
+    }
+    if (!posted(r, &c.sends[i], &s)) {
       failConn(c.peer, "sending", s);
       c.failed = true;
       return true;
@@ -373,7 +382,7 @@ bool UcxNetImpl::progressSend(SendConn& c) {
   }
   // Completed sends free their slots, in order.
   while (c.completed < c.sent) {
-    Pending& p = c.sends[c.completed % kFifoSlots];
+    Pending& p = c.sends[c.completed % f.nSlots];
     if (!finished(p, &s)) break;
     p.posted = false;
     if (s != UCS_OK) {
@@ -382,7 +391,7 @@ bool UcxNetImpl::progressSend(SendConn& c) {
       return true;
     }
     ++c.completed;
-    ctl->head.store(c.completed, std::memory_order_release);
+    f.head->store(c.completed, std::memory_order_release);
     moved = true;
   }
   return moved;
@@ -391,21 +400,28 @@ bool UcxNetImpl::progressSend(SendConn& c) {
 bool UcxNetImpl::progressRecv(RecvConn& c) {
   if (c.failed) return false;
   const bool linkUp = !links_[c.peer].failed.load();
-  FifoControl* ctl = FifoLayout::control(c.fifo);
+  const NetFifo& f = c.fifo;
   bool moved = false;
   ucs_status_t s = UCS_OK;
-  const uint64_t head = ctl->head.load(std::memory_order_acquire);
+  const uint64_t head = f.head->load(std::memory_order_acquire);
   // Free slots get a receive each, for exactly the message that fills them.
-  while (c.posted < head + kFifoSlots) {
-    const int i = static_cast<int>(c.posted % kFifoSlots);
-    c.iov[i][0] = {&ctl->headers[i], sizeof(SlotHeader)};
-    c.iov[i][1] = {FifoLayout::slot(c.fifo, c.posted), kFifoSlotBytes};
+  while (c.posted < head + f.nSlots) {
+    const int i = static_cast<int>(c.posted % f.nSlots);
     ucp_request_param_t p{};
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_RECV_INFO;
-    p.datatype = ucp_dt_make_iov();
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_RECV_INFO;
     p.recv_info.tag_info = &c.info[i];  // required by ucp_tag_recv_request_test; not read
-    if (!posted(api_->tagRecvNbx(worker_, c.iov[i], 2, tagOf(kData, c.channel, c.peer, c.posted), kFullMask, &p),
-                &c.recvs[i], &s)) {
+    const ucp_tag_t tag = tagOf(kData, f.space, c.channel, c.peer, c.posted);
+    ucs_status_ptr_t r;
+    if (f.headers != nullptr) {
+      c.iov[i][0] = {&f.headers[i], sizeof(SlotHeader)};
+      c.iov[i][1] = {f.slot(c.posted), f.slotBytes};
+      p.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+      p.datatype = ucp_dt_make_iov();
+      r = api_->tagRecvNbx(worker_, c.iov[i], 2, tag, kFullMask, &p);
+    } else {
+      r = api_->tagRecvNbx(worker_, f.slot(c.posted), f.slotBytes, tag, kFullMask, &p);
+    }
+    if (!posted(r, &c.recvs[i], &s)) {
       failConn(c.peer, "posting a receive", s);
       c.failed = true;
       return true;
@@ -414,7 +430,7 @@ bool UcxNetImpl::progressRecv(RecvConn& c) {
     moved = true;
   }
   while (c.done < c.posted) {
-    const int i = static_cast<int>(c.done % kFifoSlots);
+    const int i = static_cast<int>(c.done % f.nSlots);
     Pending& p = c.recvs[i];
     if (!finished(p, &s, &c.info[i])) break;
     p.posted = false;
@@ -426,7 +442,7 @@ bool UcxNetImpl::progressRecv(RecvConn& c) {
       return true;
     }
     ++c.done;
-    ctl->tail.store(c.done, std::memory_order_release);
+    f.tail->store(c.done, std::memory_order_release);
     moved = true;
   }
   // What the engine consumed goes back as credit, one message in flight at a time.
@@ -442,12 +458,13 @@ bool UcxNetImpl::progressRecv(RecvConn& c) {
     c.headSeen = head;
     c.headSince = Clock::now();
   }
-  const bool due = head >= c.creditSent + kCreditBatch || (head > c.creditSent && Clock::now() - c.headSince > kCreditHold);
+  const bool due =
+      head >= c.creditSent + creditBatch(f) || (head > c.creditSent && Clock::now() - c.headSince > kCreditHold);
   if (linkUp && !c.creditSend.posted && due) {
     c.creditOut = head;
     ucp_request_param_t p{};
     if (!posted(api_->tagSendNbx(links_[c.peer].ep, &c.creditOut, sizeof c.creditOut,
-                                       tagOf(kCredit, c.channel, comm_->rank, 0), &p),
+                                 tagOf(kCredit, f.space, c.channel, comm_->rank, 0), &p),
                 &c.creditSend, &s)) {
       failConn(c.peer, "sending credits", s);
       c.failed = true;
@@ -464,7 +481,7 @@ bool UcxNetImpl::progressRecv(RecvConn& c) {
 bool UcxNetImpl::sendsDrained() const {
   for (const SendConn* c : activeSends_)
     if (!c->failed && !links_[c->peer].failed.load() &&
-        (c->completed < c->sent || c->sent < FifoLayout::control(c->fifo)->tail.load(std::memory_order_acquire)))
+        (c->completed < c->sent || c->sent < c->fifo.tail->load(std::memory_order_acquire)))
       return false;
   return true;
 }
@@ -478,6 +495,8 @@ bool UcxNetImpl::sendsInFlight() const {
 bool UcxNetImpl::round() {
   if (fresh_.exchange(false, std::memory_order_acq_rel)) {
     std::lock_guard<std::mutex> lock(mutex_);
+    for (SendConn* c : newSends_) anyPolled_ |= c->fifo.polled;
+    for (RecvConn* c : newRecvs_) anyPolled_ |= c->fifo.polled;
     activeSends_.insert(activeSends_.end(), newSends_.begin(), newSends_.end());
     activeRecvs_.insert(activeRecvs_.end(), newRecvs_.begin(), newRecvs_.end());
     newSends_.clear();
@@ -485,19 +504,40 @@ bool UcxNetImpl::round() {
   }
   // Sends first: a slot the engine just posted leaves before the worker reads what came in
   // (the peer is often ahead, its data already waiting).
-  bool moved = false;
-  for (SendConn* c : activeSends_) moved |= progressSend(*c);
+  bool moved = false, polledMoved = false;
+  for (SendConn* c : activeSends_) {
+    const bool m = progressSend(*c);
+    moved |= m;
+    polledMoved |= m && c->fifo.polled;
+  }
   bool arrived = false;
   for (int k = 0; k < 16 && api_->workerProgress(worker_) != 0; ++k) arrived = true;
-  for (RecvConn* c : activeRecvs_) moved |= progressRecv(*c);
+  for (RecvConn* c : activeRecvs_) {
+    const bool m = progressRecv(*c);
+    moved |= m;
+    polledMoved |= m && c->fifo.polled;
+  }
   if (arrived)  // credits and completions that came in: more sends may go now
-    for (SendConn* c : activeSends_) progressSend(*c);
+    for (SendConn* c : activeSends_) polledMoved |= progressSend(*c) && c->fifo.polled;
+  // A GPU connection that moved is likely to move again soon (the rest of its call).
+  if (polledMoved) pollUntil_.store(nowNs() + int64_t(kPollWindowMs) * 1000000, std::memory_order_relaxed);
   return moved || arrived;
+}
+
+bool UcxNetImpl::polling(Clock::time_point now) const {
+  return anyPolled_ && std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count() <
+                           pollUntil_.load(std::memory_order_relaxed);
+}
+
+void UcxNetImpl::kick() {
+  const int64_t now = nowNs();
+  const int64_t until = pollUntil_.exchange(now + int64_t(kPollWindowMs) * 1000000, std::memory_order_relaxed);
+  if (until <= now) wakeProxy();  // it may sleep (up to a millisecond); already polling: no syscall
 }
 
 bool UcxNetImpl::sendsLeft() const {
   for (const SendConn* c : activeSends_)
-    if (!c->failed && (c->completed < c->sent || c->sent < FifoLayout::control(c->fifo)->tail.load(std::memory_order_acquire)))
+    if (!c->failed && (c->completed < c->sent || c->sent < c->fifo.tail->load(std::memory_order_acquire)))
       return true;
   return false;
 }
@@ -583,6 +623,13 @@ void UcxNetImpl::run() {
       lock.unlock();
       continue;
     }
+    // GPU counters tell nobody when they move: while a GPU connection may be busy, look again
+    // at once (a yield, so that the ranks' own threads get the core when they need it).
+    if (!stopping && polling(Clock::now())) {
+      lock.unlock();
+      sched_yield();
+      continue;
+    }
     // Sends in flight (large ones, rendezvous) may finish without an event on the fd: look again soon.
     const auto timeout = std::chrono::microseconds(sendsInFlight() ? 20 : 1000);
     const ucs_status_t armed = eventFd_ >= 0 ? api_->workerArm(worker_) : UCS_OK;
@@ -659,10 +706,32 @@ void UcxNetImpl::shutdown() {
     for (void* r : closing)
       if (r) api_->requestFree(r);
   }
+  discardUnexpected();
   api_->workerDestroy(worker_);
   worker_ = nullptr;
   api_->cleanup(context_);
   context_ = nullptr;
+}
+
+// Messages that arrived after their receive was cancelled (a peer's last credits, sent while
+// this rank closes) stay unexpected, and UCX warns of each as the worker goes: taken here.
+// Bounded: at most 4096 messages, each waited for 100 ms at most.
+void UcxNetImpl::discardUnexpected() {
+  std::vector<char> sink(64);
+  for (int k = 0; k < 4096; ++k) {
+    ucp_tag_recv_info_t info{};
+    ucp_tag_message_h msg = api_->tagProbeNb(worker_, 0, 0, /*remove=*/1, &info);
+    if (msg == nullptr) return;
+    if (info.length > sink.size()) sink.resize(info.length);
+    ucp_request_param_t p{};
+    ucs_status_ptr_t r = api_->tagMsgRecvNbx(worker_, sink.data(), info.length, msg, &p);
+    if (UCS_PTR_IS_ERR(r)) return;
+    if (r == nullptr) continue;
+    const auto end = Clock::now() + std::chrono::milliseconds(100);
+    while (api_->requestCheckStatus(r) == UCS_INPROGRESS && Clock::now() < end) api_->workerProgress(worker_);
+    if (api_->requestCheckStatus(r) == UCS_INPROGRESS) api_->requestCancel(worker_, r);
+    api_->requestFree(r);
+  }
 }
 
 void UcxNetImpl::close(bool abort) {
@@ -692,6 +761,8 @@ void UcxNetImpl::close(bool abort) {
   }
   if (wakeFd_ >= 0) (void)::close(wakeFd_);  // the proxy has stopped: nothing waits on it
   wakeFd_ = -1;
+  std::lock_guard<std::mutex> lock(mutex_);
+  kept_.clear();  // nothing touches that memory any more
 }
 
 }  // namespace
@@ -704,8 +775,8 @@ ncclResult_t UcxNet::create(ncclComm* comm, std::shared_ptr<UcxNet>* out) {
     return fail(ncclInvalidUsage, "rank %d: UCX connections carry at most %d ranks; this communicator has %d", comm->rank,
                 kMaxRanks, comm->nRanks);
   if (api == nullptr) {  // still joins the exchange, which fails on every rank, naming this one
-    Exchange ex;
-    return exchange(comm, why, nullptr, 0, &ex);
+    AddressExchange ex;
+    return exchangeAddresses(comm, why, nullptr, 0, &ex);
   }
   auto net = std::make_shared<UcxNetImpl>(comm, api);
   ncclResult_t rc = net->start();

@@ -12,7 +12,9 @@
 #include "core/env.h"
 #include "core/log.h"
 #include "kernels/stream_pool.h"
+#include "transport/net_device.h"
 #include "transport/select.h"
+#include "transport/ucx_net.h"
 
 namespace braid::api {
 namespace {
@@ -79,6 +81,12 @@ ncclResult_t GpuResources::create(ncclComm* comm, GpuResources** out) {
   for (const PeerInfo& p : comm->peers) p2pPeers.push_back(toP2pInfo(p));
   res->ordered128_ = transport::ordered128Everywhere(p2pPeers, comm->rank, env::getInt("NCCL_P2P_DISABLE", 0) != 0,
                                                      transport::cudaGpuQueries());
+  // LL where every pair's GPU connection carries it (not across hosts: transport/select.h), so
+  // that every rank comes to the same answer.
+  res->llEverywhere_ = true;
+  for (const PeerInfo& a : comm->peers)
+    for (const PeerInfo& b : comm->peers)
+      res->llEverywhere_ = res->llEverywhere_ && transport::carriesLL(transport::deviceTransportOf(a, b));
   res->workCache_ = std::make_unique<kernels::WorkCache>();
   res->graphWork_ = std::make_unique<kernels::GraphWork>();
   *out = res.release();
@@ -98,6 +106,15 @@ cudaError_t GpuResources::scratch(size_t bytes, cudaStream_t stream, void** out)
 }
 
 algo::Protocol GpuResources::usableProtocol(algo::Protocol asked) {
+  if (asked == algo::Protocol::LL && !llEverywhere_) {
+    if (!saidNoLL_.exchange(true))
+      BRAID_INFO(kColl | kTuning | kNet,
+                 "rank %d: LL asked, but this communicator has ranks on other hosts, whose GPU connections carry "
+                 "Simple only (the UCX proxy moves slots that a tail counter marks full; LL has none): such calls run "
+                 "with Simple",
+                 comm_->rank);
+    return algo::Protocol::Simple;
+  }
   return kernels::usableProtocol(asked, ordered128_, comm_->rank, &saidNoLL128_);
 }
 
@@ -110,25 +127,48 @@ ncclResult_t GpuResources::ensureLinks(algo::Protocol proto, const Links& sends,
   for (auto& l : recvs)
     if (!recvEnds.count(l)) newRecvs.push_back({l.first, l.second});
   if (newSends.empty() && newRecvs.empty()) return ncclSuccess;
-  for (const auto* links : {&newSends, &newRecvs})
-    for (const transport::P2pLink& l : *links)
-      if (transport::localityOf(comm_->peers[comm_->rank], comm_->peers[l.peer]) == transport::Locality::OtherHost)
-        return fail(ncclInvalidUsage,
-                    "rank %d: device-memory collectives with rank %d, on another host, are not supported yet (braid's "
-                    "UCX transport carries host memory only). Fix: keep device-memory communicators within one host, "
-                    "or use host buffers across hosts.",
-                    comm_->rank, l.peer);
-  std::vector<transport::P2pPeerInfo> peers;
-  for (const PeerInfo& p : comm_->peers) peers.push_back(toP2pInfo(p));
+  // Each link's transport (transport/select.h): P2P within the host, the UCX proxy across.
+  std::vector<transport::P2pLink> localSends, localRecvs, netSends, netRecvs;
+  auto split = [&](const std::vector<transport::P2pLink>& links, auto& local, auto& net) {
+    for (const transport::P2pLink& l : links)
+      (transport::deviceTransportOf(comm_->peers[comm_->rank], comm_->peers[l.peer]) ==
+               transport::DeviceTransport::NetStaged
+           ? net
+           : local)
+          .push_back(l);
+  };
+  split(newSends, localSends, netSends);
+  split(newRecvs, localRecvs, netRecvs);
   const kernels::FifoShape shape = fifoShape(proto);
-  std::unique_ptr<transport::P2pTransport> t;
-  BRAID_CHECK(transport::P2pTransport::connect(*comm_->bootstrap, peers, {shape.slotBytes, shape.nSlots}, newSends,
-                                               newRecvs, &t));
-  for (auto& l : newSends) (void)t->sendEnd(l.channel, l.peer, &sendEnds[{l.channel, l.peer}]);
-  for (auto& l : newRecvs) (void)t->recvEnd(l.channel, l.peer, &recvEnds[{l.channel, l.peer}]);
-  transports_.push_back(std::move(t));
+  if (!localSends.empty() || !localRecvs.empty()) {  // collective among the linked ranks of this host
+    std::vector<transport::P2pPeerInfo> peers;
+    for (const PeerInfo& p : comm_->peers) peers.push_back(toP2pInfo(p));
+    std::unique_ptr<transport::P2pTransport> t;
+    BRAID_CHECK(transport::P2pTransport::connect(*comm_->bootstrap, peers, {shape.slotBytes, shape.nSlots}, localSends,
+                                                 localRecvs, &t));
+    for (auto& l : localSends) (void)t->sendEnd(l.channel, l.peer, &sendEnds[{l.channel, l.peer}]);
+    for (auto& l : localRecvs) (void)t->recvEnd(l.channel, l.peer, &recvEnds[{l.channel, l.peer}]);
+    transports_.push_back(std::move(t));
+  }
+  if (!netSends.empty() || !netRecvs.empty()) {
+    const int peer = !netSends.empty() ? netSends.front().peer : netRecvs.front().peer;
+    if (proto != algo::Protocol::Simple)  // usableProtocol turned LL and LL128 into Simple
+      return fail(ncclInternalError, "rank %d: a %s connection to rank %d, on another host, which carries Simple only",
+                  comm_->rank, algo::protocolName(proto), peer);
+    if (!comm_->net)
+      return fail(ncclInternalError, "rank %d: rank %d is on another host, and this communicator has no UCX transport",
+                  comm_->rank, peer);
+    std::unique_ptr<transport::NetDeviceLinks> t;
+    BRAID_CHECK(transport::NetDeviceLinks::connect(*comm_->net, comm_->rank,
+                                                   transport::cudaPinnedMemory(comm_->rank, comm_->cudaDev),
+                                                   shape.slotBytes, shape.nSlots, netSends, netRecvs, &t));
+    for (auto& l : netSends) (void)t->sendEnd(l.channel, l.peer, &sendEnds[{l.channel, l.peer}]);
+    for (auto& l : netRecvs) (void)t->recvEnd(l.channel, l.peer, &recvEnds[{l.channel, l.peer}]);
+    netLinks_.push_back(std::move(t));
+  }
   size_t staged = 0;
   for (auto& tr : transports_) staged += tr->hostStaged() ? tr->bytesAllocated() : 0;
+  for (auto& nl : netLinks_) staged += nl->bytesAllocated();
   BRAID_INFO(kInit | kAlloc, "rank %d: %s connections made; GPU connections now use %zu bytes of FIFO memory (%zu of them pinned host memory)",
              comm_->rank, algo::protocolName(proto), bytesAllocated(), staged);
   return ncclSuccess;
@@ -158,14 +198,20 @@ bool GpuResources::linkEnds(algo::Protocol proto, const Links& sends, const Link
 }
 
 bool GpuResources::anyHostStaged() const {
+  if (!netLinks_.empty()) return true;
   for (auto& t : transports_)
     if (t->hostStaged()) return true;
   return false;
 }
 
+void GpuResources::launched() const {
+  if (!netLinks_.empty() && comm_->net) comm_->net->kick();
+}
+
 size_t GpuResources::bytesAllocated() const {
   size_t total = 0;
   for (auto& t : transports_) total += t->bytesAllocated();
+  for (auto& t : netLinks_) total += t->bytesAllocated();
   return total;
 }
 
@@ -201,6 +247,7 @@ void GpuResources::close(bool abort) {
     for (auto& t : transports_)
       if (!abort) t->close();
     transports_.clear();
+    netLinks_.clear();  // their pinned FIFOs go with the UcxNet, after its proxy stopped
     if (words_) (void)cudaFreeHost(words_);
   }
   words_ = nullptr;

@@ -15,6 +15,7 @@
 #include "kernels/executor.h"
 #include "kernels/graph_work.h"
 #include "kernels/work_cache.h"
+#include "transport/net_device.h"
 #include "transport/p2p.h"
 
 namespace braid::api {
@@ -28,7 +29,8 @@ class GpuResources final : public DeviceResources {
   static kernels::FifoShape fifoShape(algo::Protocol p) { return kernels::defaultFifo(p); }
   // The protocol a call asked to run with `asked` runs: LL128 falls back to Simple (logged
   // once) unless every pair of ranks is on one GPU or joined by NVLink and nothing is
-  // staged in host memory -- the same answer on every rank.
+  // staged in host memory; LL falls back to Simple where some pair is on two hosts
+  // (transport/select.h carriesLL) -- the same answer on every rank.
   algo::Protocol usableProtocol(algo::Protocol asked);
 
   // (channel, peer) links, sorted and without repeats.
@@ -48,8 +50,11 @@ class GpuResources final : public DeviceResources {
   // Whether `peer`'s kernels run on this rank's GPU (same host, same PCI bus id).
   bool peerOnThisGpu(int peer) const { return sameGpu_[peer]; }
   // Whether any connection stages through host memory (then fences stay at system scope:
-  // the processes map the pages at different addresses).
+  // the processes map the pages at different addresses; the UCX proxy reads and writes them).
   bool anyHostStaged() const;
+  // A launch was enqueued: connections to other hosts are polled by the UCX proxy, which no
+  // kernel can wake (UcxNet::kick).
+  void launched() const;
   size_t bytesAllocated() const;
   // Device copies of large launches' work, reused by calls that repeat them.
   kernels::WorkCache* workCache() const { return workCache_.get(); }
@@ -68,12 +73,15 @@ class GpuResources final : public DeviceResources {
   explicit GpuResources(ncclComm* comm) : comm_(comm) {}
   ncclComm* comm_;
   std::vector<std::unique_ptr<transport::P2pTransport>> transports_;
+  std::vector<std::unique_ptr<transport::NetDeviceLinks>> netLinks_;  // to ranks on other hosts
   // The connected links' ends, by protocol and (channel, peer): found per launch without
   // asking each transport.
   std::map<std::pair<int, int>, transport::FifoSendEnd> sendEnds_[algo::kNumProtocols];
   std::map<std::pair<int, int>, transport::FifoRecvEnd> recvEnds_[algo::kNumProtocols];
   bool ordered128_ = false;               // LL128 may run (transport::ordered128Everywhere)
   std::atomic<bool> saidNoLL128_{false};  // the fallback was logged
+  bool llEverywhere_ = true;              // LL may run (no pair of ranks across hosts)
+  std::atomic<bool> saidNoLL_{false};
   uint32_t* words_ = nullptr;  // pinned, mapped: [0] abort, [1] error
   volatile uint32_t* abortHost_ = nullptr;
   const volatile uint32_t* abortDev_ = nullptr;

@@ -257,6 +257,7 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
       return cudaFail(first, "the copy kernel's launch (a send/recv to oneself)", e);
   }
   unsigned widest = 0;
+  cl.res->launched();  // before the kernel can start: the proxy is awake when its first slot is
   BRAID_CHECK(kernels::launch(L, &widest));
   cl.comm->tuning->noteBlocks(widest);
   for (void* p : cl.scratch)

@@ -55,9 +55,9 @@ ncclResult_t createResources(ncclComm* comm) {
   std::unique_ptr<CommTuning> tuning;
   BRAID_CHECK(CommTuning::create(comm, &tuning));  // NCCL_ALGO/NCCL_PROTO: a bad value fails init
   comm->tuning = std::move(tuning);
-  transport::logChoices(comm->peers, comm->rank);
   if (transport::needsNetwork(comm->peers, comm->rank))
     BRAID_CHECK(transport::UcxNet::create(comm, &comm->net));  // collective
+  transport::logChoices(comm->peers, comm->rank, comm->net && comm->net->cudaMemory());
   comm->host = std::make_shared<HostTransport>(comm);
   comm->hostPlans = std::make_shared<PlanCache>();
   comm->devicePlans = std::make_shared<PlanCache>();

@@ -15,6 +15,12 @@
 #                 GPU(s) (rank % GPUs); host staging forced (NCCL_P2P_DISABLE=1) for 2
 #                 processes and 4 threads; 8 processes with small counts; and the `abort`
 #                 scenario (2 processes).
+#   mp-net-device device-memory collectives across emulated hosts on GPU 0 (issue 15): every
+#                 pair of rank processes its own BRAID_HOSTID (tests/net/emulated_host.sh), UCX
+#                 over TCP on lo; 2 hosts x 2 ranks (every collective, type, op, counts 0 1 7
+#                 4097 +1000003) and 2 x 1, against the float64 reference; the per-peer
+#                 transport INFO lines; NCCL_PROTO=LL and LL128 run with Simple and say so.
+#                 Prints what `ucx_info` shows here. SKIP where UCX is missing.
 #   faults        tests/gpu/faults_device.sh: a rank killed among device all-reduces (2, 4
 #                 processes), mismatches with BRAID_CHECK_CALLS=1, abort during connection
 #                 setup, a hang report, the call check's cost per 8-byte all-reduce.
@@ -68,6 +74,7 @@ if [ "${1:-}" = "--part" ]; then
   left() { echo $((end - SECONDS)); }
   launch="$build/tests/launcher/braid-launch"; rankprog="$build/tests/mp/mp_rank"
   rc_all=0; tmpf="$(mktemp)"
+  wrap=()  # put before the rank program (mp-net-device: the emulated host)
   trap 'rm -f "$tmpf"' EXIT
   # One run: LABEL LIMIT NP ENV -- mp_rank arguments. NP=1 with --threads N runs N ranks as
   # threads of one process (on one GPU, processes are time-sliced; threads run together).
@@ -77,7 +84,7 @@ if [ "${1:-}" = "--part" ]; then
     if [ "$t" -lt 10 ]; then echo "SUMMARY $label not run (no time left)"; rc_all=1; return; fi
     local t0=$SECONDS rc runs st
     echo "--- $label: ${envs:+$envs }mp_rank $* (limit ${t}s)"
-    env $envs "$launch" -np "$np" -t "$t" -- "$rankprog" "$@" >"$tmpf" 2>&1
+    env $envs "$launch" -np "$np" -t "$t" -- "${wrap[@]}" "$rankprog" "$@" >"$tmpf" 2>&1
     rc=$?
     # Keep the log short: failures, warnings, staging and protocol notes, and the totals.
     grep -E 'WRONG|FAIL|SKIP|WARN|runs,|braid-launch|stages|LL128 asked' "$tmpf" | head -40; grep 'progress:' "$tmpf" | tail -2
@@ -112,6 +119,36 @@ if [ "${1:-}" = "--part" ]; then
       # Eight processes through CUDA IPC: float32 and int64 only, counts 7 and 4097 (processes
       # on one GPU take turns in time slices; 0,1,7 of every type took over 60 s).
       run_one "np=8 small" 45 8 "" -- collectives 7,4097 --memory device
+      exit $rc_all ;;
+    mp-net-device)
+      if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then echo "SUMMARY SKIP (no GPU)"; exit 77; fi
+      # braid counts the ranks on a GPU per host, so it sees 2 on GPU 0 where 4 are: the blocks cap
+      # (NCCL_MAX_CTAS) keeps 4 ranks' kernels within the H200's 132 SMs (should MPS run).
+      export NCCL_SOCKET_IFNAME=lo UCX_TLS=tcp UCX_NET_DEVICES=lo EMULATED_RANKS_PER_HOST=2 NCCL_MAX_CTAS=32
+      if command -v ucx_info >/dev/null 2>&1; then
+        echo "--- ucx_info -v; ucx_info -d (transports and devices, counted)"
+        ucx_info -v 2>&1 | head -3
+        ucx_info -d 2>&1 | grep -E "Transport:|Device:|Memory domain:|memory types" | sort | uniq -c | head -40
+      else echo "--- ucx_info: not on PATH"; fi
+      wrap=("$repo/tests/net/emulated_host.sh")
+      small=(collectives 7,4097 --memory device)
+      run_one "2 hosts x 2, NET/P2P INFO" 60 4 "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=NET,P2P" -- "${small[@]}"
+      if grep -qE "UCX is not installed|built without UCX" "$tmpf"; then
+        echo "SUMMARY SKIP (no UCX: $(grep -m1 -oE '(UCX is not installed|built without UCX)[^.(]*' "$tmpf"))"; exit 77
+      fi
+      grep -m2 -E "transport: rank 0 -> rank [23]|CUDA memory support|pinned host memory for" "$tmpf"
+      if grep -qF "rank 0 -> rank 2: other host: UCX" "$tmpf"; then echo "SUMMARY per-peer transport logged PASS"
+      else rc_all=1; echo "SUMMARY per-peer transport logged FAIL (no 'rank 0 -> rank 2: other host: UCX' at INFO NET,P2P)"; fi
+      grep -m1 -oE "UCX (here has no CUDA memory support|reports CUDA memory support)" "$tmpf" | sed 's/^/SUMMARY /'
+      run_one "2 hosts x 2" 200 4 "" -- collectives 0,1,7,4097 all --big 1000003 --memory device
+      run_one "2 hosts x 1" 60 2 "EMULATED_RANKS_PER_HOST=1" -- collectives 0,1,7,4097 all --memory device
+      # LL and LL128 do not cross hosts (transport/select.h): asked for, they run with Simple, logged.
+      run_one "2 hosts x 2 NCCL_PROTO=LL" 50 4 "NCCL_PROTO=LL NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL" -- "${small[@]}"
+      if grep -q "LL asked, but this communicator has ranks on other hosts" "$tmpf"; then echo "SUMMARY LL fallback logged PASS"
+      else rc_all=1; echo "SUMMARY LL fallback logged FAIL"; fi
+      run_one "2 hosts x 2 NCCL_PROTO=LL128" 50 4 "NCCL_PROTO=LL128 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL,TUNING" -- "${small[@]}"
+      if grep -qE "LL128 asked|LL128 runs only over same-GPU and NVLink hops" "$tmpf"; then echo "SUMMARY LL128 fallback logged PASS"
+      else rc_all=1; echo "SUMMARY LL128 fallback logged FAIL"; fi
       exit $rc_all ;;
     mp-proto)
       # The API with each protocol forced (NCCL_PROTO naming one), ranks as threads on one
@@ -211,6 +248,8 @@ echo "real NCCL: ${real_nccl:-not found}"
 
 # 1. API-level correctness on device memory, rank processes through braid-launch.
 section mp-device "${LIMIT_MP:-260}" bash "$here/run.sh" --part mp-device "$build" "${LIMIT_MP:-260}"
+# 1a. Device memory across 2 emulated hosts (UCX over loopback TCP), issue 15.
+section mp-net-device "${LIMIT_NET_DEVICE:-300}" bash "$here/run.sh" --part mp-net-device "$build" "${LIMIT_NET_DEVICE:-300}"
 # 1b. Faults on device memory: a dead peer, mismatches (BRAID_CHECK_CALLS=1), an abort during
 #     connection setup, a hang report, and the cost of the call check.
 section faults "${LIMIT_FAULTS:-120}" bash "$here/faults_device.sh" "$build"
@@ -273,7 +312,7 @@ esac
   echo "=== key numbers"
   [ -f "$logs/nccl-compare.log" ] &&
     grep -E '^(braid|nccl) ' "$logs/nccl-compare.log" && sed -n '/^1-rank all-reduce/,/^host time/p' "$logs/nccl-compare.log"
-  for f in mp-device mp-proto api-graph torch; do
+  for f in mp-device mp-net-device mp-proto api-graph torch; do
     [ -f "$logs/$f.log" ] && grep -E '^SUMMARY' "$logs/$f.log" | sed "s/^SUMMARY/$f:/"
   done
   echo

@@ -32,7 +32,34 @@ TEST(Select, DescribesEachChoice) {
   std::vector<PeerInfo> peers = {at(1, 10), at(1, 10), at(1, 11), at(2, 12)};
   EXPECT_EQ(transport::describeChoice(peers, 0, 1).rfind("rank 0 -> rank 1: same process", 0), 0u);
   EXPECT_NE(transport::describeChoice(peers, 0, 2).find("same host: shared memory"), std::string::npos);
-  EXPECT_NE(transport::describeChoice(peers, 0, 3).find("other host: UCX"), std::string::npos);
+  const std::string far = transport::describeChoice(peers, 0, 3);
+  EXPECT_NE(far.find("other host: UCX"), std::string::npos);
+  EXPECT_NE(far.find("device memory: Simple FIFOs staged in pinned host memory"), std::string::npos) << far;
+  EXPECT_EQ(far.find("GPUDirect"), std::string::npos) << far;
+  // A UCX with CUDA memory is named, and that braid does not use it yet.
+  EXPECT_NE(transport::describeChoice(peers, 0, 3, true).find("UCX reports CUDA memory, GPUDirect not used yet"),
+            std::string::npos);
+}
+
+// The GPU connection per peer: P2P (pointers, IPC or staged shared memory) on one host, the
+// UCX proxy's staged FIFOs across hosts; a process hash repeated on another host is still far.
+TEST(Select, DeviceTransportByLocality) {
+  using transport::DeviceTransport;
+  EXPECT_EQ(transport::deviceTransportOf(at(1, 10), at(1, 10)), DeviceTransport::P2p);
+  EXPECT_EQ(transport::deviceTransportOf(at(1, 10), at(1, 11)), DeviceTransport::P2p);
+  EXPECT_EQ(transport::deviceTransportOf(at(1, 10), at(2, 10)), DeviceTransport::NetStaged);
+  EXPECT_EQ(transport::deviceTransportOf(at(2, 10), at(1, 11)), DeviceTransport::NetStaged);
+}
+
+// Across hosts only Simple: LL has no tail counter for the proxy to follow, and LL128's lines
+// do not arrive whole through the proxy (select.h). On one host both may run (LL128 where the
+// P2P link is ordered128, which p2p decides).
+TEST(Select, ProtocolsPerDeviceTransport) {
+  using transport::DeviceTransport;
+  EXPECT_TRUE(transport::carriesLL(DeviceTransport::P2p));
+  EXPECT_TRUE(transport::carriesLL128(DeviceTransport::P2p));
+  EXPECT_FALSE(transport::carriesLL(DeviceTransport::NetStaged));
+  EXPECT_FALSE(transport::carriesLL128(DeviceTransport::NetStaged));
 }
 
 }  // namespace

@@ -1,0 +1,163 @@
+#include "transport/net_device.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "core/cuda_scope.h"
+#include "core/log.h"
+#include "transport/net_fifo.h"
+#include "transport/ucx_net.h"
+
+namespace braid::transport {
+namespace {
+
+constexpr size_t kCounterBytes = 128;  // a counter and the kernel's own step beside it (p2p_fifo.h)
+constexpr size_t kRecordAlign = 4096;
+
+size_t roundUp(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+// One end's record: the slots, then the tail's line, then the head's line.
+struct Record {
+  size_t slots, tail, head;
+};
+
+}  // namespace
+
+SharedMemory cudaPinnedMemory(int rank, int cudaDev) {
+  SharedMemory m;
+  m.alloc = [rank, cudaDev](size_t bytes, void** host, void** dev) -> ncclResult_t {
+    DeviceScope scope(cudaDev);
+    void* h = nullptr;
+    cudaError_t e = cudaHostAlloc(&h, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return fail(ncclUnhandledCudaError,
+                  "rank %d: cudaHostAlloc of %zu bytes for the FIFOs to ranks on other hosts failed: %s (pinned memory "
+                  "exhausted? lower the channels, NCCL_MAX_NCHANNELS)",
+                  rank, bytes, cudaGetErrorString(e));
+    }
+    std::memset(h, 0, bytes);
+    void* d = nullptr;
+    e = cudaHostGetDevicePointer(&d, h, 0);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      (void)cudaFreeHost(h);
+      return fail(ncclUnhandledCudaError, "rank %d: cudaHostGetDevicePointer of the network FIFOs failed: %s", rank,
+                  cudaGetErrorString(e));
+    }
+    *host = h;
+    *dev = d;
+    return ncclSuccess;
+  };
+  m.free = [cudaDev](void* host) {
+    DeviceScope scope(cudaDev);
+    if (cudaFreeHost(host) != cudaSuccess) (void)cudaGetLastError();  // at teardown: nothing left to tell
+  };
+  return m;
+}
+
+SharedMemory plainHostMemory() {
+  SharedMemory m;
+  m.alloc = [](size_t bytes, void** host, void** dev) -> ncclResult_t {
+    void* p = ::operator new(bytes, std::align_val_t(kRecordAlign), std::nothrow);
+    if (p == nullptr) return fail(ncclSystemError, "network FIFOs: out of memory (%zu bytes)", bytes);
+    std::memset(p, 0, bytes);
+    *host = *dev = p;
+    return ncclSuccess;
+  };
+  m.free = [](void* host) { ::operator delete(host, std::align_val_t(kRecordAlign)); };
+  return m;
+}
+
+ncclResult_t NetDeviceLinks::connect(UcxNet& net, int rank, const SharedMemory& memory, uint32_t slotBytes,
+                                     uint32_t nSlots, const std::vector<P2pLink>& sendTo,
+                                     const std::vector<P2pLink>& recvFrom, std::unique_ptr<NetDeviceLinks>* out) {
+  if (slotBytes == 0 || slotBytes % 16 != 0 || nSlots == 0 || nSlots > kMaxNetSlots)
+    return fail(ncclInvalidArgument, "rank %d: network FIFO of %u slots of %u bytes; need 1..%u slots of a multiple of 16 bytes",
+                rank, nSlots, slotBytes, kMaxNetSlots);
+  std::unique_ptr<NetDeviceLinks> t(new NetDeviceLinks());
+  t->sendTo_ = sendTo;
+  t->recvFrom_ = recvFrom;
+  const size_t fifoBytes = size_t(slotBytes) * nSlots;
+  const size_t recordBytes = roundUp(fifoBytes + 2 * kCounterBytes, kRecordAlign);
+  const size_t n = sendTo.size() + recvFrom.size();
+  if (n == 0) {
+    *out = std::move(t);
+    return ncclSuccess;
+  }
+  t->bytes_ = n * recordBytes;
+  void *host = nullptr, *dev = nullptr;
+  BRAID_CHECK(memory.alloc(t->bytes_, &host, &dev));
+  // The UcxNet frees it once its proxy has stopped; from here on, also when this fails.
+  std::function<void(void*)> release = memory.free;
+  net.keep(std::shared_ptr<void>(host, [release](void* p) { release(p); }));
+  char* const h = static_cast<char*>(host);
+  char* const d = static_cast<char*>(dev);
+  auto record = [&](size_t i) {
+    const size_t base = i * recordBytes;
+    return Record{base, base + fifoBytes, base + fifoBytes + kCounterBytes};
+  };
+  auto netFifo = [&](const Record& r) {
+    NetFifo f;
+    f.slots = h + r.slots;
+    f.slotBytes = slotBytes;
+    f.nSlots = nSlots;
+    f.tail = counterWord(reinterpret_cast<uint64_t*>(h + r.tail));
+    f.head = counterWord(reinterpret_cast<uint64_t*>(h + r.head));
+    f.polled = true;
+    f.space = kSpaceDevice;
+    return f;
+  };
+  for (size_t i = 0; i < sendTo.size(); ++i) {
+    const Record r = record(i);
+    FifoSendEnd s;
+    s.peerFifo = d + r.slots;
+    s.peerTail = reinterpret_cast<uint64_t*>(d + r.tail);
+    s.localHead = reinterpret_cast<uint64_t*>(d + r.head);
+    s.slotBytes = slotBytes;
+    s.nSlots = nSlots;
+    s.ordered128 = false;
+    t->sendEnds_.push_back(s);
+    BRAID_CHECK(net.addSender(sendTo[i].channel, sendTo[i].peer, netFifo(r)));
+  }
+  for (size_t i = 0; i < recvFrom.size(); ++i) {
+    const Record r = record(sendTo.size() + i);
+    FifoRecvEnd e;
+    e.localFifo = d + r.slots;
+    e.localTail = reinterpret_cast<uint64_t*>(d + r.tail);
+    e.peerHead = reinterpret_cast<uint64_t*>(d + r.head);
+    e.slotBytes = slotBytes;
+    e.nSlots = nSlots;
+    e.ordered128 = false;
+    t->recvEnds_.push_back(e);
+    BRAID_CHECK(net.addReceiver(recvFrom[i].channel, recvFrom[i].peer, netFifo(r)));
+  }
+  BRAID_INFO(kInit | kAlloc | kNet, "rank %d: %zu bytes of pinned host memory for %zu send and %zu receive GPU connections "
+             "to other hosts (%u x %u B slots, moved by the UCX proxy)", rank, t->bytes_, sendTo.size(), recvFrom.size(),
+             nSlots, slotBytes);
+  *out = std::move(t);
+  return ncclSuccess;
+}
+
+bool NetDeviceLinks::sendEnd(int channel, int peer, FifoSendEnd* out) const {
+  for (size_t i = 0; i < sendTo_.size(); ++i)
+    if (sendTo_[i].channel == channel && sendTo_[i].peer == peer) {
+      *out = sendEnds_[i];
+      return true;
+    }
+  return false;
+}
+
+bool NetDeviceLinks::recvEnd(int channel, int peer, FifoRecvEnd* out) const {
+  for (size_t i = 0; i < recvFrom_.size(); ++i)
+    if (recvFrom_[i].channel == channel && recvFrom_[i].peer == peer) {
+      *out = recvEnds_[i];
+      return true;
+    }
+  return false;
+}
+
+}  // namespace braid::transport
