@@ -84,9 +84,14 @@ for size in (8, 1048576, 67108864):
 PY
   ;;
 nccl-tests)
-  tools=$(cd "$here/../.." && cd ../shared/tools 2>/dev/null && pwd) || tools=""
-  [ -x "$tools/nccl-tests.sh" ] || { echo "SKIP: ../shared/tools/nccl-tests.sh not found"; exit 77; }
-  bash "$tools/nccl-tests.sh" "$work/nt" > "$work/build.log" 2>&1 || { tail -20 "$work/build.log"; failed "nccl-tests build"; exit 1; }
+  # NT_BIN: nccl-tests binaries built elsewhere (a GPU machine without ../shared); else built here.
+  if [ -n "${NT_BIN:-}" ]; then
+    ln -s "$(readlink -f "$NT_BIN")" "$work/nt"
+  else
+    tools=$(cd "$here/../.." && cd ../shared/tools 2>/dev/null && pwd) || tools=""
+    [ -x "$tools/nccl-tests.sh" ] || { echo "SKIP: ../shared/tools/nccl-tests.sh not found (or set NT_BIN)"; exit 77; }
+    bash "$tools/nccl-tests.sh" "$work/nt" > "$work/build.log" 2>&1 || { tail -20 "$work/build.log"; failed "nccl-tests build"; exit 1; }
+  fi
   for backend in nccl auto; do
     for t in all_reduce all_gather broadcast reduce reduce_scatter alltoall sendrecv gather scatter; do
       bin="$work/nt/${t}_perf"

@@ -9,6 +9,7 @@
 //          send, LAPS recv-copy-sends, a receive. A step then costs the hop or the work between
 //          two steps, whichever is longer, plus the step's own latency.
 //   phase-reg  phase, each step made in registers rather than loaded from the work
+//   traced     the phase pattern's LL step written out, thread 0 timing its parts (printed first)
 //
 //   gpu_step_probe [LAPS]      (default 2000; exit 77 without a GPU)
 #include <cuda_runtime.h>
@@ -93,6 +94,59 @@ __global__ void __launch_bounds__(kMaxThreads, 1) phaseInRegisters(const __grid_
   }
 }
 
+// The phase pattern's LL step written out (runConnectedStep's sequence for a one-slice step on
+// held connections), thread 0 reading the SM clock between its parts; the sums of each part
+// over all steps go to `parts` (block 0's, in clock cycles), with the clock rate beside.
+constexpr int kParts = 6;  // room wait, first barrier, move (its poll included), closing barrier, post, rest
+__global__ void __launch_bounds__(kMaxThreads, 1) phaseTracedLL(const __grid_constant__ KernelParams p, const Ring r,
+                                                                int laps, unsigned long long* parts) {
+  const int b = blockIdx.x;
+  const DevSendEnd out = r.sends[b];
+  const DevRecvEnd in = r.recvs[b];
+  float* dst = static_cast<float*>(r.buffers[2 * b + 1]);
+  Combiner<Elem<ElemType::Float32>, OpSum> combine{};
+  uint64_t sendStep = 0, recvStep = 0, seenHead = 0;
+  unsigned long long sum[kParts] = {};
+  const unsigned long long g0 = clock64();
+  uint64_t ns0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns0));
+  long long t = clock64();
+  for (int lap = 0; lap < laps; ++lap) {
+    const bool hasRecv = lap > 0, hasSend = lap < laps - 1;
+    long long u;
+    if (threadIdx.x == 0 && hasSend) {
+      if (!waitRoom(p, out.head, sendStep, seenHead)) atomicExch(reinterpret_cast<unsigned*>(p.errorOut), 2u);
+    }
+    u = clock64(); sum[0] += u - t; t = u;
+    __syncthreads();
+    u = clock64(); sum[1] += u - t; t = u;
+    SliceArgs a{};
+    a.n = 2;
+    a.dst = hasRecv ? dst : nullptr;
+    a.src = hasRecv ? nullptr : r.buffers[2 * b];
+    a.recv = hasRecv ? slotOf(in.fifo, recvStep, p) : nullptr;
+    a.send = hasSend ? const_cast<char*>(slotOf(out.fifo, sendStep, p)) : nullptr;
+    LineFlags f;
+    f.recv = recvStep + 1;
+    f.send = sendStep + 1;
+    const bool moved = ProtoLL::move<Elem<ElemType::Float32>, OpSum>(a, f, combine, p);
+    u = clock64(); sum[2] += u - t; t = u;
+    if (__syncthreads_or(!moved)) break;
+    u = clock64(); sum[3] += u - t; t = u;
+    if (hasSend) ++sendStep;
+    if (hasRecv) ++recvStep;
+    if (threadIdx.x == 0) ProtoLL::post(p, hasSend ? &out : nullptr, hasRecv ? &in : nullptr, sendStep, recvStep);
+    u = clock64(); sum[4] += u - t; t = u;
+  }
+  uint64_t ns1;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns1));
+  if (b == 0 && threadIdx.x == 0) {
+    for (int i = 0; i < kParts - 1; ++i) parts[i] = sum[i];
+    parts[kParts - 1] = clock64() - g0;  // all cycles
+    parts[kParts] = ns1 - ns0;           // all nanoseconds
+  }
+}
+
 template <class P>
 __global__ void __launch_bounds__(kMaxThreads, 1) ringKernel(const __grid_constant__ KernelParams p, const Ring r) {
   __shared__ BlockShared sh;
@@ -116,7 +170,7 @@ DevStep step(uint16_t src, uint16_t dst, int16_t recvConn, int16_t sendConn) {
   return makeStep(src, dst, recvConn, sendConn);
 }
 
-enum Pattern { kToken, kPhase, kPhaseInRegisters };
+enum Pattern { kToken, kPhase, kPhaseInRegisters, kPhaseTraced };
 
 template <class P>
 float runOnce(int n, int laps, int threads, Pattern pattern) {
@@ -192,7 +246,13 @@ float runOnce(int n, int laps, int threads, Pattern pattern) {
   PROBE_CHECK(cudaEventCreate(&start));
   PROBE_CHECK(cudaEventCreate(&stop));
   PROBE_CHECK(cudaEventRecord(start));
+  unsigned long long* parts = nullptr;
+  if (pattern == kPhaseTraced) {
+    PROBE_CHECK(cudaMalloc(&parts, sizeof(unsigned long long) * (kParts + 1)));
+    PROBE_CHECK(cudaMemset(parts, 0, sizeof(unsigned long long) * (kParts + 1)));
+  }
   if (pattern == kPhaseInRegisters) phaseInRegisters<P><<<n, threads>>>(p, r, laps);
+  else if (pattern == kPhaseTraced) phaseTracedLL<<<n, threads>>>(p, r, laps, parts);
   else ringKernel<P><<<n, threads>>>(p, r);
   PROBE_CHECK(cudaGetLastError());
   PROBE_CHECK(cudaEventRecord(stop));
@@ -201,6 +261,16 @@ float runOnce(int n, int laps, int threads, Pattern pattern) {
   PROBE_CHECK(cudaEventElapsedTime(&ms, start, stop));
   uint32_t err = 0;
   PROBE_CHECK(cudaMemcpy(&err, error, sizeof err, cudaMemcpyDeviceToHost));
+  if (parts != nullptr) {
+    unsigned long long h[kParts + 1];
+    PROBE_CHECK(cudaMemcpy(h, parts, sizeof h, cudaMemcpyDeviceToHost));
+    PROBE_CHECK(cudaFree(parts));
+    const double nsPerCycle = double(h[kParts]) / double(h[kParts - 1]);
+    static const char* names[kParts - 1] = {"room", "barrier1", "move", "barrier2", "post"};
+    std::printf("#   traced LL phase, %d ranks, %d threads: %.3f us/step;", n, threads, h[kParts] / 1000.0 / laps);
+    for (int i = 0; i < kParts - 1; ++i) std::printf(" %s %.3f", names[i], h[i] * nsPerCycle / 1000.0 / laps);
+    std::printf(" (us/step, block 0; %.2f GHz)\n", 1.0 / nsPerCycle);
+  }
   if (err != kDeviceOk) {
     std::fprintf(stderr, "step_probe: the kernel reported error %u\n", err);
     std::exit(1);
@@ -242,6 +312,8 @@ int main(int argc, char** argv) {
   std::printf("# step_probe on %s, %d laps: us per ring step of the interpreter (8 B, median of 3)\n", prop.name,
               laps);
   std::printf("%-8s %-9s %7s  %10s  %10s  %10s\n", "proto", "ring", "threads", "2-rank", "4-rank", "8-rank");
+  for (int threads : {32, 512})
+    for (int n : {2, 4, 8}) (void)runOnce<ProtoLL>(n, laps, threads, kPhaseTraced);
   for (Pattern pattern : {kToken, kPhase, kPhaseInRegisters})
     for (int threads : {32, 512}) {
       row<ProtoLL>("LL", laps, threads, pattern);
