@@ -125,12 +125,18 @@ int algorithmIndex(const Algorithm* a) {
   return -1;
 }
 
+}  // namespace
+
+int slicesPerStepOf(Protocol protocol) { return kTable.slicesPerStep[at(protocol)]; }
+
+namespace {
+
 TunerChoice choiceOf(const TunerInput& in, const Algorithm* a, Protocol p) {
   TunerChoice c;
   c.algorithm = a;
   c.protocol = p;
   c.channels = in.coll == Coll::SendRecv ? p2pParts(in, p) : collectiveChannels(in, p);
-  c.slicesPerStep = kTable.slicesPerStep[at(p)];
+  c.slicesPerStep = slicesPerStepOf(p);
   c.microseconds = estimateMicroseconds(in, a, p, c.channels);
   return c;
 }

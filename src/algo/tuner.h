@@ -92,6 +92,9 @@ struct Candidates {
 };
 Candidates candidates(const TunerInput& in);
 
+// The slices per step a protocol runs with (the table's; what tune() puts in its choices).
+int slicesPerStepOf(Protocol protocol);
+
 // The model's estimate for one (algorithm, protocol, channels) on `in`, whatever the rules say
 // (tests, braid-tune). `algorithm` is ignored for SendRecv.
 double estimateMicroseconds(const TunerInput& in, const Algorithm* algorithm, Protocol protocol, int channels);

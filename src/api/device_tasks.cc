@@ -65,8 +65,7 @@ struct CommLaunch {
   bool connected = false;  // every link in sends/recvs exists, and launch has their ends
   std::vector<void*> scratch;  // stream-ordered copies for in-place AlltoAll and send/recv
   std::vector<CallDesc> calls;  // the tasks as numbered calls (hang reports, the call check)
-  // The tuner's protocol and slices per step for the whole launch (the first task's choice;
-  // LL128 where the links allow it), the same on every rank.
+  // The protocol and slices per step of the whole launch, the same on every rank (prepare).
   algo::Protocol protocol = algo::Protocol::Simple;
   int slicesPerStep = 0;
   struct Copy {
@@ -201,10 +200,19 @@ ncclResult_t prepare(CommLaunch& cl) {
     BRAID_CHECK(kernels::preloadKernels(comm->cudaDev));
   }
   cl.res = static_cast<GpuResources*>(comm->device.get());
-  // One protocol and slicing for the launch: the first task's choice (FIFO shapes follow it).
-  const algo::TunerChoice first = comm->tuning->choose(*cl.tasks.front()).best;
-  cl.protocol = cl.res->usableProtocol(first.protocol);
-  cl.slicesPerStep = first.slicesPerStep;
+  // One protocol and slicing for the launch, the same on every rank. A collective's ranks share
+  // their first task, so its choice serves. The ranks of a group with sends or receives do not
+  // (sizes, peers and order differ between them), and both ends of every connection must run
+  // one protocol with one slicing: such a launch takes p2pLaunchProtocol, which reads only the
+  // communicator. The slicing follows the protocol that runs, not the one asked (one taken from
+  // the asked protocol once differed between the ends: wrong data and a hang across hosts with
+  // NCCL_PROTO=LL128, where LL128 and LL both become Simple).
+  const bool anyP2p = std::any_of(cl.tasks.begin(), cl.tasks.end(),
+                                  [](const Task* t) { return t->coll == algo::Coll::SendRecv; });
+  const algo::Protocol asked =
+      anyP2p ? comm->tuning->p2pLaunchProtocol() : comm->tuning->choose(*cl.tasks.front()).best.protocol;
+  cl.protocol = cl.res->usableProtocol(asked);
+  cl.slicesPerStep = algo::slicesPerStepOf(cl.protocol);
   std::vector<const Task*> p2p;
   for (const Task* t : cl.tasks) {
     if (t->coll == algo::Coll::SendRecv) p2p.push_back(t);

@@ -81,6 +81,13 @@ algo::TunerResult CommTuning::choose(const Task& t) {
   return r;
 }
 
+algo::Protocol CommTuning::p2pLaunchProtocol() const {
+  const algo::ProtocolSet set = constraints_.protocolsFor(algo::Coll::SendRecv) & protocols_;
+  for (algo::Protocol p : {algo::Protocol::LL, algo::Protocol::LL128})
+    if (set == algo::protocolBit(p)) return p;
+  return algo::Protocol::Simple;
+}
+
 void CommTuning::noteBlocks(size_t blocks) {
   const size_t onGpu = blocks * static_cast<size_t>(std::max(1, links_.ranksPerGpu));
   if (sms_ <= 0 || onGpu <= static_cast<size_t>(sms_) || warnedBlocks_.exchange(true)) return;

@@ -28,6 +28,11 @@ class CommTuning {
   // or host memory. The same on every rank of the collective (and on both ends of a send/recv).
   algo::TunerResult choose(const Task& t);
 
+  // The protocol of a launch that holds sends or receives (device_tasks.cc prepare): Simple,
+  // unless NCCL_PROTO leaves send/recv exactly one protocol. It reads only the communicator's
+  // settings, so every rank comes to the same one whatever its tasks.
+  algo::Protocol p2pLaunchProtocol() const;
+
   // A kernel of `blocks` CUDA blocks a rank, whose blocks wait for the other ranks' blocks:
   // when all the ranks on the busiest GPU cannot have that many resident at once (one per SM
   // is what the kernels are built for), WARN once per communicator with the numbers and the fix.
