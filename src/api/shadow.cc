@@ -58,7 +58,7 @@ class Shadow {
   std::vector<int> freeSlots;
   std::deque<Pending> pending;
   bool off = false;            // refused (the reason said once)
-  bool saidCapture = false, saidUserOp = false, saidStart = false;
+  bool saidCapture = false, saidUserOp = false, saidRealRefuses = false, saidStart = false;
   std::string strictText;      // a mismatch STRICT turns into the next call's error
 };
 
@@ -72,36 +72,44 @@ const char* cudaText(cudaError_t e) { return cudaGetErrorString(e); }
 ncclResult_t shadowOf(ncclComm* comm, Shadow** out) {
   std::lock_guard<std::mutex> lock(comm->realMutex);
   if (!comm->shadow) {
-    DeviceScope device(comm->cudaDev);  // one thread may drive ranks on several GPUs
-    auto sh = std::make_shared<Shadow>();
-    sh->dev = comm->cudaDev;
-    cudaMemPoolProps props{};
-    props.allocType = cudaMemAllocationTypePinned;
-    props.location.type = cudaMemLocationTypeDevice;
-    props.location.id = comm->cudaDev;
-    cudaError_t e = cudaMemPoolCreate(&sh->pool, &props);
-    if (e == cudaSuccess) {
-      uint64_t keep = UINT64_MAX;  // keep freed scratch for the next check instead of returning it
-      e = cudaMemPoolSetAttribute(sh->pool, cudaMemPoolAttrReleaseThreshold, &keep);
-    }
-    if (e == cudaSuccess) e = cudaMalloc(&sh->devSlots, sizeof(kernels::ShadowResult) * Shadow::kSlots);
-    if (e == cudaSuccess) e = cudaHostAlloc(&sh->hostSlots, sizeof(kernels::ShadowResult) * Shadow::kSlots, cudaHostAllocDefault);
-    for (int i = 0; e == cudaSuccess && i < Shadow::kSlots; ++i) {
-      cudaEvent_t ev = nullptr;
-      e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
-      if (e == cudaSuccess) {
-        sh->events.push_back(ev);
-        sh->freeSlots.push_back(Shadow::kSlots - 1 - i);
-      }
-    }
-    if (e != cudaSuccess) {
-      cudaGetLastError();
-      return fail(ncclUnhandledCudaError, "BRAID_SHADOW (rank %d): setting up the shadow's pool, result slots and "
-                  "events on device %d failed: %s", comm->rank, comm->cudaDev, cudaText(e));
-    }
-    comm->shadow = std::move(sh);
+    comm->shadow = std::make_shared<Shadow>();
+    comm->shadow->dev = comm->cudaDev;
   }
   *out = comm->shadow.get();
+  return ncclSuccess;
+}
+
+// The shadow's pool, result slots and events, made before its first check (not at its first
+// call: that one may be under CUDA graph capture, where cudaMalloc is not permitted). Under
+// sh->mutex.
+ncclResult_t readyForChecks(ncclComm* comm, Shadow* sh) {
+  if (sh->pool != nullptr) return ncclSuccess;
+  DeviceScope device(comm->cudaDev);  // one thread may drive ranks on several GPUs
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = comm->cudaDev;
+  cudaError_t e = cudaMemPoolCreate(&sh->pool, &props);
+  if (e == cudaSuccess) {
+    uint64_t keep = UINT64_MAX;  // keep freed scratch for the next check instead of returning it
+    e = cudaMemPoolSetAttribute(sh->pool, cudaMemPoolAttrReleaseThreshold, &keep);
+  }
+  if (e == cudaSuccess) e = cudaMalloc(&sh->devSlots, sizeof(kernels::ShadowResult) * Shadow::kSlots);
+  if (e == cudaSuccess) e = cudaHostAlloc(&sh->hostSlots, sizeof(kernels::ShadowResult) * Shadow::kSlots, cudaHostAllocDefault);
+  for (int i = 0; e == cudaSuccess && i < Shadow::kSlots; ++i) {
+    cudaEvent_t ev = nullptr;
+    e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+    if (e == cudaSuccess) {
+      sh->events.push_back(ev);
+      sh->freeSlots.push_back(Shadow::kSlots - 1 - i);
+    }
+  }
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    sh->off = true;
+    return fail(ncclUnhandledCudaError, "BRAID_SHADOW (rank %d): setting up the shadow's pool, result slots and "
+                "events on device %d failed: %s", comm->rank, comm->cudaDev, cudaText(e));
+  }
   return ncclSuccess;
 }
 
@@ -268,6 +276,14 @@ ncclResult_t ShadowGroup::before() {
       sh->saidUserOp = true;
       continue;
     }
+    if (t->op == ncclAvg && (t->type == ncclFloat8e4m3 || t->type == ncclFloat8e5m2)) {
+      // NCCL 2.28.9 returns ncclInvalidArgument for these (seen on the H200: tests/gpu/fallback_auto).
+      if (!sh->saidRealRefuses)
+        BRAID_INFO(kColl, "BRAID_SHADOW (rank %d): %s with ncclAvg on an fp8 type is not checked (the real NCCL refuses "
+                   "that op on fp8); said once per communicator", comm->rank, t->caller);
+      sh->saidRealRefuses = true;
+      continue;
+    }
     std::string refusal = fallback::realCommRefusal(comm->peers);
     if (!refusal.empty()) {
       sh->off = true;
@@ -277,6 +293,7 @@ ncclResult_t ShadowGroup::before() {
                     t->caller, comm->rank, refusal.c_str());
       continue;
     }
+    BRAID_CHECK(readyForChecks(comm, sh));
     if (!sh->saidStart)
       BRAID_INFO(kColl, "BRAID_SHADOW (rank %d): checking every %llu-th device collective against the real NCCL%s%s",
                  comm->rank, static_cast<unsigned long long>(settings.every), strict ? " (strict)" : "",

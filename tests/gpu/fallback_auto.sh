@@ -107,7 +107,7 @@ nccl-tests)
   done
   ;;
 torch)
-  BRAID_SHADOW=1 BRAID_SHADOW_STRICT=1 timeout 120 python3 "$here/torch_dropin.py" --lib "$build/libbraid.so" --worlds 1 --timeout 100
+  NCCL_DEBUG=${NCCL_DEBUG:-WARN} BRAID_SHADOW=1 BRAID_SHADOW_STRICT=1 timeout 120 python3 "$here/torch_dropin.py" --lib "$build/libbraid.so" --worlds 1 --timeout 100
   exit $?
   ;;
 *) echo "unknown part $part"; exit 2 ;;
