@@ -436,13 +436,17 @@ ncclResult_t ShadowGroup::after() {
   return ncclSuccess;
 }
 
+namespace {
+// The communicator's shadow if it has one (a reference kept, so that it outlives the lock).
+std::shared_ptr<Shadow> existingShadow(ncclComm* comm) {
+  std::lock_guard<std::mutex> lock(comm->realMutex);
+  return comm->shadow;
+}
+}  // namespace
+
 ncclResult_t pollShadow(ncclComm* comm, const char* caller) {
   if (shadowSettings().every == 0) return ncclSuccess;
-  std::shared_ptr<Shadow> sh;
-  {
-    std::lock_guard<std::mutex> lock(comm->realMutex);
-    sh = comm->shadow;
-  }
+  std::shared_ptr<Shadow> sh = existingShadow(comm);
   if (!sh) return ncclSuccess;
   std::lock_guard<std::mutex> lock(sh->mutex);
   collect(comm, sh.get(), /*wait=*/false);
@@ -451,11 +455,7 @@ ncclResult_t pollShadow(ncclComm* comm, const char* caller) {
 
 ncclResult_t drainShadow(ncclComm* comm, const char* caller) {
   if (shadowSettings().every == 0) return ncclSuccess;
-  std::shared_ptr<Shadow> sh;
-  {
-    std::lock_guard<std::mutex> lock(comm->realMutex);
-    sh = comm->shadow;
-  }
+  std::shared_ptr<Shadow> sh = existingShadow(comm);
   if (!sh) return ncclSuccess;
   std::lock_guard<std::mutex> lock(sh->mutex);
   DeviceScope device(sh->dev);

@@ -50,6 +50,21 @@ struct Ring {
   uint32_t stepsPerBlock;
 };
 
+// Block b's lane: float sum over the ring's tables, two buffers (its input and output).
+__device__ inline LaneContext laneOf(const KernelParams& p, const Ring& r, int b) {
+  LaneContext c;
+  c.params = &p;
+  c.sends = r.sends;
+  c.recvs = r.recvs;
+  c.buffers = r.buffers + 2 * b;
+  c.op = DevOp{};
+  c.op.kind = uint8_t(RedKind::Sum);
+  c.op.reduces = 1;
+  c.op.nRanks = int32_t(gridDim.x);
+  c.op.nBuffers = 2;
+  return c;
+}
+
 __host__ __device__ inline DevStep makeStep(uint16_t src, uint16_t dst, int16_t recvConn, int16_t sendConn) {
   DevStep s{};
   s.count = 2;  // 8 bytes of float
@@ -67,15 +82,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) phaseInRegisters(const __grid_
                                                                    int laps) {
   __shared__ BlockShared sh;
   const int b = blockIdx.x;
-  LaneContext c;
-  c.params = &p;
-  c.sends = r.sends;
-  c.recvs = r.recvs;
-  c.buffers = r.buffers + 2 * b;
-  c.op = DevOp{};
-  c.op.kind = uint8_t(RedKind::Sum);
-  c.op.reduces = 1;
-  c.op.nRanks = int32_t(gridDim.x);
+  LaneContext c = laneOf(p, r, b);
   Combiner<Elem<ElemType::Float32>, OpSum> combine{};
   combine.nRanks = c.op.nRanks;
   ConnCache cache{kNoConn, kNoConn, 0, 0, 0};
@@ -151,16 +158,7 @@ template <class P>
 __global__ void __launch_bounds__(kMaxThreads, 1) ringKernel(const __grid_constant__ KernelParams p, const Ring r) {
   __shared__ BlockShared sh;
   const int b = blockIdx.x;
-  LaneContext c;
-  c.params = &p;
-  c.sends = r.sends;
-  c.recvs = r.recvs;
-  c.buffers = r.buffers + 2 * b;
-  c.op = DevOp{};
-  c.op.kind = uint8_t(RedKind::Sum);
-  c.op.reduces = 1;
-  c.op.nRanks = int32_t(gridDim.x);
-  c.op.nBuffers = 2;
+  LaneContext c = laneOf(p, r, b);
   if (!runLane<P, Elem<ElemType::Float32>, OpSum>(c, r.steps + size_t(b) * r.stepsPerBlock, r.stepsPerBlock, sh) &&
       threadIdx.x == 0)
     reportError(p, kDeviceBadWork);
