@@ -13,17 +13,6 @@ namespace {
 // the next calls (its event is recorded again, later on the stream).
 constexpr size_t kMaxPendingDeviceCalls = 256;
 
-const char* opName(int op) {
-  switch (op) {
-    case ncclSum: return "sum";
-    case ncclProd: return "prod";
-    case ncclMax: return "max";
-    case ncclMin: return "min";
-    case ncclAvg: return "avg";
-    default: return op >= ncclNumOps ? "premulsum" : "?";
-  }
-}
-
 bool rooted(CallKind k) {
   return k == CallKind::Broadcast || k == CallKind::Reduce || k == CallKind::Gather || k == CallKind::Scatter;
 }
@@ -62,7 +51,7 @@ std::string describeCall(const CallDesc& d) {
     n = std::snprintf(buf, sizeof(buf), "#%llu %s count %llu %s", static_cast<unsigned long long>(d.seq),
                       callName(kind), static_cast<unsigned long long>(d.count),
                       typeName(static_cast<ncclDataType_t>(d.type)));
-    if (n > 0 && reduces(kind)) n += std::snprintf(buf + n, sizeof(buf) - n, " %s", opName(d.op));
+    if (n > 0 && reduces(kind)) n += std::snprintf(buf + n, sizeof(buf) - n, " %s", opName(static_cast<ncclRedOp_t>(d.op)));
     if (n > 0 && rooted(kind)) n += std::snprintf(buf + n, sizeof(buf) - n, " root %d", d.root);
   }
   if (n > 0 && size_t(n) < sizeof(buf)) std::snprintf(buf + n, sizeof(buf) - n, " (%s memory)", d.onDevice ? "device" : "host");

@@ -206,4 +206,17 @@ inline const char* typeName(ncclDataType_t t) {
   return validDataType(t) ? names[int(t)] : "invalid";
 }
 
+// nccl-tests' names of the ops ("sum", "prod", "max", "min", "avg"; "mulsum" for a user op from
+// ncclRedOpCreatePreMulSum), for tables and messages.
+inline const char* opName(ncclRedOp_t op) {
+  switch (op) {
+    case ncclSum: return "sum";
+    case ncclProd: return "prod";
+    case ncclMax: return "max";
+    case ncclMin: return "min";
+    case ncclAvg: return "avg";
+    default: return "mulsum";
+  }
+}
+
 }  // namespace braid

@@ -23,17 +23,6 @@ bool parseCount(const char* text, uint64_t* out) {
   return true;
 }
 
-const char* opText(ncclRedOp_t op) {
-  switch (op) {
-    case ncclSum: return "sum";
-    case ncclProd: return "prod";
-    case ncclMax: return "max";
-    case ncclMin: return "min";
-    case ncclAvg: return "avg";
-    default: return "premulsum";
-  }
-}
-
 }  // namespace
 
 ShadowSettings parseShadowSettings(const char* shadow, const char* strict, const char* perturb) {
@@ -97,7 +86,7 @@ std::string mismatchText(uint64_t seq, const char* coll, size_t count, ncclDataT
   char head[256];
   std::snprintf(head, sizeof head, "shadow check #%" PRIu64 " %s count %zu %s%s%s rank %d: %llu of %llu elements "
                 "differ from the real NCCL's; the first at index %llu: braid ", seq, coll, count, typeName(type),
-                reduces ? " " : "", reduces ? opText(op) : "", rank, mismatches, elements, firstIndex);
+                reduces ? " " : "", reduces ? opName(op) : "", rank, mismatches, elements, firstIndex);
   return head + valueText(type, mineBits) + ", NCCL " + valueText(type, refBits);
 }
 

@@ -107,16 +107,7 @@ ElemwiseFn selectElemwise(const HostOp& op, bool hasRecv, bool hasSrc, bool prem
   return selectElemwiseFor(best, op, hasRecv, hasSrc, premulSrc, final);
 }
 
-const char* redOpName(ncclRedOp_t op) {
-  switch (op) {
-    case ncclSum: return "sum";
-    case ncclProd: return "prod";
-    case ncclMax: return "max";
-    case ncclMin: return "min";
-    case ncclAvg: return "avg";
-    default: return "mulsum";  // a user op from ncclRedOpCreatePreMulSum
-  }
-}
+const char* redOpName(ncclRedOp_t op) { return opName(op); }
 
 const char* hostOpKindName(HostOpKind kind) {
   switch (kind) {
