@@ -106,6 +106,10 @@ ncclResult_t launch(const Launch& w, unsigned* widestKernel) {
     return fail(ncclInvalidArgument, "executor: slicesPerStep %d; need 1..64", w.slicesPerStep);
   PackedLaunch packed;
   BRAID_CHECK(packLaunch(w, &packed));
+  return enqueuePacked(w, packed, widestKernel);
+}
+
+ncclResult_t enqueuePacked(const Launch& w, const PackedLaunch& packed, unsigned* widestKernel) {
   if (packed.kernels.empty()) return ncclSuccess;
   BRAID_CHECK(preloadKernels(w.cudaDev));
   DeviceScope scope(w.cudaDev);

@@ -90,6 +90,12 @@ struct Launch {
 // blocks run together with the peers' kernels: they must fit on the GPU at once).
 ncclResult_t launch(const Launch& work, unsigned* widestKernel = nullptr);
 
+struct PackedLaunch;  // pack.h
+// The second half of launch(): enqueues work packed by packLaunch (perhaps in another process,
+// its pointers rewritten: src/api/served.h) with `context`'s device, stream, abort and error
+// words, threads, fences, slicing and work caches; its ops, lanes and ends are not read.
+ncclResult_t enqueuePacked(const Launch& context, const PackedLaunch& packed, unsigned* widestKernel = nullptr);
+
 // The protocol a call runs when `asked` was chosen: `asked`, or Simple when LL128 was asked
 // and `ordered128` (every connection of the call, on every rank of it, carries 128-byte stores
 // whole and in order) is false. The fallback is logged once per `said` at INFO, naming `rank`.

@@ -1,6 +1,7 @@
 #include "kernels/pack.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <utility>
 
@@ -277,6 +278,33 @@ ncclResult_t packLaunch(const Launch& w, PackedLaunch* out) {
   out->slotBytes = tables.slotBytes;
   out->nSlots = tables.nSlots;
   return ncclSuccess;
+}
+
+std::vector<uint32_t> pointerOffsets(const PackedKernel& k) {
+  std::vector<uint32_t> out;
+  auto note = [&](size_t offset) {
+    void* p = nullptr;
+    std::memcpy(&p, k.blob.data() + offset, sizeof(p));
+    if (p != nullptr) out.push_back(uint32_t(offset));
+  };
+  uint32_t nBuffers = 0;
+  for (uint32_t i = 0; i < k.index.nOps; ++i) {
+    const size_t at = k.index.ops + i * sizeof(DevOp);
+    DevOp op;
+    std::memcpy(&op, k.blob.data() + at, sizeof(op));
+    note(at + offsetof(DevOp, deviceScalar));
+    nBuffers = std::max(nBuffers, op.firstBuffer + op.nBuffers);
+  }
+  for (uint32_t i = 0; i < nBuffers; ++i) note(k.index.buffers + i * sizeof(void*));
+  for (uint32_t i = 0; i < k.index.nSends; ++i) {
+    const size_t at = k.index.sends + i * sizeof(DevSendEnd);
+    for (size_t f : {offsetof(DevSendEnd, fifo), offsetof(DevSendEnd, tail), offsetof(DevSendEnd, head)}) note(at + f);
+  }
+  for (uint32_t i = 0; i < k.index.nRecvs; ++i) {
+    const size_t at = k.index.recvs + i * sizeof(DevRecvEnd);
+    for (size_t f : {offsetof(DevRecvEnd, fifo), offsetof(DevRecvEnd, tail), offsetof(DevRecvEnd, head)}) note(at + f);
+  }
+  return out;
 }
 
 }  // namespace braid::kernels

@@ -32,4 +32,9 @@ struct PackedLaunch {
 // not marked ordered128.
 ncclResult_t packLaunch(const Launch& w, PackedLaunch* out);
 
+// The byte offsets in `k.blob` of every non-null device pointer the kernel follows: the op
+// buffer table, device scalars, the connection ends' FIFOs and counters. A process that runs
+// another's packed work (src/api/served.h) rewrites these into its own addresses.
+std::vector<uint32_t> pointerOffsets(const PackedKernel& k);
+
 }  // namespace braid::kernels
