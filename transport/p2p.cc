@@ -20,6 +20,9 @@
 #include "core/cuda_scope.h"
 #include "core/env.h"
 #include "core/log.h"
+#include "transport/cuda_driver.h"
+#include "transport/ipc_refs.h"
+#include "transport/shared_pages.h"
 
 namespace braid::transport {
 namespace {
@@ -29,8 +32,7 @@ constexpr size_t kCounterBytes = 128;             // a counter and this side's o
 constexpr size_t kRecordAlign = 4096;
 constexpr uint32_t kTagHeader = 0x50325000;       // "P2P" + 0: header; +1: entries; +2: ack
 constexpr uint32_t kTagAck = kTagHeader + 2;
-constexpr uint32_t kMagic = 0xb2a1d004;           // 4: the header says whether LL128 may use the link
-constexpr size_t kShmNameBytes = 128;
+constexpr uint32_t kMagic = 0xb2a1d005;           // 5: the header carries the region's buffer id
 
 enum EntryKind : int32_t { kRecvRecord = 0, kHeadCounter = 1 };
 
@@ -45,6 +47,7 @@ struct Header {
   int32_t hostStaged;
   int32_t ordered128;  // the sender sees an ordered128Path to the receiver and stages nothing
   cudaIpcMemHandle_t handle;    // device memory: for cudaIpcOpenMemHandle
+  uint64_t bufferId;            // device memory: its CU_POINTER_ATTRIBUTE_BUFFER_ID in the sender (ipc_refs.h)
   char shmName[kShmNameBytes];  // staged: the shared-memory object, NUL-terminated
 };
 struct Entry {
@@ -96,80 +99,6 @@ int deviceByBusId(int64_t busId) {
   return dev;
 }
 
-// "/braid-fifo-<pid>-<rank>-<counter>-<random>": unique on this host, also across pid
-// namespaces that share /dev/shm (shm_open's O_EXCL refuses a clash rather than share).
-std::string uniqueShmName(int rank) {
-  static std::atomic<uint64_t> counter{0};
-  uint64_t random = 0;
-  if (getentropy(&random, sizeof(random)) != 0)
-    random = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()) ^ uint64_t(uintptr_t(&random));
-  char name[kShmNameBytes];
-  std::snprintf(name, sizeof(name), "/braid-fifo-%lld-%d-%llu-%016llx", static_cast<long long>(getpid()), rank,
-                static_cast<unsigned long long>(counter.fetch_add(1)), static_cast<unsigned long long>(random));
-  return name;
-}
-
-// Maps the shared-memory object `name` of `bytes` into this process (creating it, zero
-// filled, when `create`) and registers it with CUDA as mapped, portable pinned memory.
-// On failure it undoes what it did, including the name it created.
-ncclResult_t mapShared(int rank, const char* name, size_t bytes, bool create, void** host, void** dev) {
-  int fd = shm_open(name, create ? O_RDWR | O_CREAT | O_EXCL : O_RDWR, 0600);
-  if (fd < 0) return sysFail(rank, "shm_open", name, errno);
-  int err = 0;
-  const char* what = "";
-  if (create) {
-    // ftruncate sizes it; posix_fallocate takes the pages now, so that a full /dev/shm
-    // fails here with ENOSPC instead of with SIGBUS at the first touch.
-    if (ftruncate(fd, off_t(bytes)) != 0) err = errno, what = "ftruncate";
-    else if (int e = posix_fallocate(fd, 0, off_t(bytes)); e != 0) err = e, what = "posix_fallocate";
-  } else {
-    struct stat st {};
-    if (fstat(fd, &st) != 0) {
-      err = errno, what = "fstat";
-    } else if (st.st_size < off_t(bytes)) {
-      (void)::close(fd);
-      return fail(ncclInternalError, "p2p: rank %d: shared-memory object %s has %lld bytes, not the %zu announced", rank,
-                  name, static_cast<long long>(st.st_size), bytes);
-    }
-  }
-  void* p = MAP_FAILED;
-  if (err == 0) {
-    p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) err = errno, what = "mmap";
-  }
-  if (::close(fd) != 0 && err == 0) err = errno, what = "close";  // the mapping keeps the object
-  if (err != 0) {
-    if (p != MAP_FAILED) (void)munmap(p, bytes);
-    if (create) (void)shm_unlink(name);
-    return sysFail(rank, what, name, err);
-  }
-  char what2[64 + kShmNameBytes];
-  std::snprintf(what2, sizeof(what2), "cudaHostRegister of %s (%zu bytes)", name, bytes);
-  void* d = nullptr;
-  cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable);
-  if (e == cudaSuccess) {
-    std::snprintf(what2, sizeof(what2), "cudaHostGetDevicePointer of %s", name);
-    e = cudaHostGetDevicePointer(&d, p, 0);
-    if (e != cudaSuccess) (void)cudaHostUnregister(p);
-  }
-  if (e != cudaSuccess) {
-    (void)munmap(p, bytes);
-    if (create) (void)shm_unlink(name);
-    return cudaFail(rank, what2, e);
-  }
-  *host = p;
-  *dev = d;
-  return ncclSuccess;
-}
-
-ncclResult_t unmapShared(int rank, void* host, size_t bytes) {
-  ncclResult_t result = ncclSuccess;
-  cudaError_t e = cudaHostUnregister(host);
-  if (e != cudaSuccess) result = cudaFail(rank, "cudaHostUnregister of a staged FIFO region", e);
-  if (munmap(host, bytes) != 0 && result == ncclSuccess) result = sysFail(rank, "munmap", "staged FIFO region", errno);
-  return result;
-}
-
 // "rank 1 (no peer access between GPUs 0000:18:00.0 and 0000:2a:00.0)"
 std::string describe(const P2pPeerInfo& self, const P2pPeerInfo& peer, int p, StageReason r) {
   char s[160];
@@ -219,7 +148,7 @@ ncclResult_t importRegion(int me, int p, const P2pPeerInfo& self, const P2pPeerI
     if (std::memchr(h.shmName, 0, sizeof(h.shmName)) == nullptr || h.bytes == 0)
       return fail(ncclInternalError, "p2p: rank %d: rank %d sent a malformed staged-region header", me, p);
     void* dev = nullptr;
-    BRAID_CHECK(mapShared(me, h.shmName, h.bytes, false, &out->host, &dev));
+    BRAID_CHECK(mapShared("p2p", me, h.shmName, h.bytes, false, &out->host, &dev));
     // Mapped: the name may go now (the owner removes it too once every peer acknowledged),
     // so that the owner's death from here on leaves nothing in /dev/shm.
     (void)shm_unlink(h.shmName);
@@ -232,6 +161,7 @@ ncclResult_t importRegion(int me, int p, const P2pPeerInfo& self, const P2pPeerI
   if (e != cudaSuccess) return cudaFail(me, "cudaIpcOpenMemHandle", e);
   out->ipc = mapped;
   out->base = static_cast<char*>(mapped);
+  noteImported(mapped, h.bytes, h.pid, h.hostHash, h.base, h.bufferId, h.handle);  // a leader may map it too (ipc_refs.h)
   return ncclSuccess;
 }
 
@@ -347,9 +277,9 @@ ncclResult_t P2pTransport::connect(Bootstrap& boot, const std::vector<P2pPeerInf
   cudaError_t e;
   if (stage) {
     // Shared memory that peers in other processes map by name (new, so zero-filled).
-    const std::string name = uniqueShmName(me);
+    const std::string name = uniqueShmName("fifo", me);
     void *host = nullptr, *dev = nullptr;
-    BRAID_CHECK(mapShared(me, name.c_str(), t->regionBytes_, true, &host, &dev));
+    BRAID_CHECK(mapShared("p2p", me, name.c_str(), t->regionBytes_, true, &host, &dev));
     t->shmName_ = name;  // unlinked below once every peer has mapped it, or by releaseLocal()
     t->region_ = static_cast<char*>(host);
     t->regionDev_ = static_cast<char*>(dev);
@@ -387,6 +317,10 @@ ncclResult_t P2pTransport::connect(Bootstrap& boot, const std::vector<P2pPeerInf
   } else {
     e = cudaIpcGetMemHandle(&header.handle, t->region_);
     if (e != cudaSuccess) return cudaFail(me, "cudaIpcGetMemHandle", e);
+    Allocation a;
+    e = allocationOf(t->region_, &a);
+    if (e != cudaSuccess) return cudaFail(me, "the FIFO region's buffer id", e);
+    header.bufferId = a.bufferId;
   }
   // Per peer, this side's view of LL128 on the links between them; each link takes the
   // views of both ends (below), so that both ends agree.
@@ -506,12 +440,13 @@ ncclResult_t P2pTransport::releaseImported() {
   DeviceScope scope(cudaDev_);
   ncclResult_t result = ncclSuccess;
   for (void* p : imported_) {
+    forgetImported(p);
     cudaError_t e = cudaIpcCloseMemHandle(p);
     if (e != cudaSuccess && result == ncclSuccess) result = cudaFail(rank_, "cudaIpcCloseMemHandle", e);
   }
   imported_.clear();
   for (const HostMapping& m : importedHost_) {
-    ncclResult_t r = unmapShared(rank_, m.host, m.bytes);
+    ncclResult_t r = unmapShared("p2p", rank_, m.host, m.bytes);
     if (result == ncclSuccess) result = r;
   }
   importedHost_.clear();
@@ -526,7 +461,7 @@ ncclResult_t P2pTransport::releaseLocal() {
   };
   if (region_ != nullptr) {
     if (hostStaged_) {
-      keep(unmapShared(rank_, region_, regionBytes_));
+      keep(unmapShared("p2p", rank_, region_, regionBytes_));
     } else if (cudaError_t e = cudaFree(region_); e != cudaSuccess) {
       keep(cudaFail(rank_, "cudaFree of the FIFO region", e));
     }
