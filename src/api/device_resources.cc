@@ -42,10 +42,13 @@ void warnIfTimeSliced(const ncclComm& comm, const std::vector<bool>& sameGpu) {
     if (sameGpu[r] && comm.peers[r].processHash != me.processHash) other = int(r);
   static std::atomic<bool> said{false};
   if (other < 0 || !logEnabled(LogLevel::Warn, kInit) || said.exchange(true)) return;
+  if (comm.served && (comm.served->plan.served(comm.rank) || comm.served->plan.leads(comm.rank))) return;  // served.h
   logMessage(LogLevel::Warn, kInit,
-             "rank %d shares GPU %s with rank %d of another process. Unless MPS runs, the GPU takes the processes' "
-             "kernels in turns (time slices of milliseconds), so device-memory collectives take milliseconds each. "
-             "Fix: start MPS (nvidia-cuda-mps-control -d), or make these ranks threads of one process.",
+             "rank %d shares GPU %s with rank %d of another process, and each process runs its own GPU work "
+             "(BRAID_SERVED=0, or MPS is on, or the communicator spans hosts). Unless MPS runs, the GPU takes the "
+             "processes' kernels in turns (time slices of milliseconds), so device-memory collectives take milliseconds "
+             "each. Fix: start MPS (nvidia-cuda-mps-control -d), leave BRAID_SERVED unset, or make these ranks threads "
+             "of one process.",
              comm.rank, me.busId, other);
 }
 
@@ -53,24 +56,13 @@ void warnIfTimeSliced(const ncclComm& comm, const std::vector<bool>& sameGpu) {
 
 ncclResult_t GpuResources::create(ncclComm* comm, GpuResources** out) {
   std::unique_ptr<GpuResources> res(new GpuResources(comm));
-  cudaError_t e = cudaHostAlloc(reinterpret_cast<void**>(&res->words_), 2 * sizeof(uint32_t),
-                                cudaHostAllocMapped | cudaHostAllocPortable);
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    return fail(ncclUnhandledCudaError, "rank %d: cudaHostAlloc of the abort flag failed: %s", comm->rank,
-                cudaGetErrorString(e));
+  if (comm->served && comm->served->plan.served(comm->rank)) {  // no kernels here: the words are the leader's too
+    BRAID_CHECK(ServedMember::connect(comm, &res->served_));
+    res->abortHost_ = res->served_->abortWord();
+    res->errorHost_ = res->served_->errorWord();
+  } else {
+    BRAID_CHECK(res->allocateWords());
   }
-  res->words_[0] = res->words_[1] = 0;
-  uint32_t* dev = nullptr;
-  e = cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), res->words_, 0);
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    return fail(ncclUnhandledCudaError, "rank %d: cudaHostGetDevicePointer failed: %s", comm->rank, cudaGetErrorString(e));
-  }
-  res->abortHost_ = res->words_;
-  res->errorHost_ = res->words_ + 1;
-  res->abortDev_ = dev;
-  res->errorDev_ = dev + 1;
   // Channels and send/recv parts are the tuner's (api/tuning.h), which knows the SMs and the
   // ranks per GPU.
   for (const PeerInfo& p : comm->peers)
@@ -90,6 +82,28 @@ ncclResult_t GpuResources::create(ncclComm* comm, GpuResources** out) {
   res->workCache_ = std::make_unique<kernels::WorkCache>();
   res->graphWork_ = std::make_unique<kernels::GraphWork>();
   *out = res.release();
+  return ncclSuccess;
+}
+
+ncclResult_t GpuResources::allocateWords() {
+  cudaError_t e = cudaHostAlloc(reinterpret_cast<void**>(&words_), 2 * sizeof(uint32_t),
+                                cudaHostAllocMapped | cudaHostAllocPortable);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return fail(ncclUnhandledCudaError, "rank %d: cudaHostAlloc of the abort flag failed: %s", comm_->rank,
+                cudaGetErrorString(e));
+  }
+  words_[0] = words_[1] = 0;
+  uint32_t* dev = nullptr;
+  e = cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), words_, 0);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return fail(ncclUnhandledCudaError, "rank %d: cudaHostGetDevicePointer failed: %s", comm_->rank, cudaGetErrorString(e));
+  }
+  abortHost_ = words_;
+  errorHost_ = words_ + 1;
+  abortDev_ = dev;
+  errorDev_ = dev + 1;
   return ncclSuccess;
 }
 
@@ -218,18 +232,21 @@ size_t GpuResources::bytesAllocated() const {
 void GpuResources::stopInFlight() {
   if (!abortHost_) return;
   *abortHost_ = 1;
+  if (served_) served_->release();
   DeviceScope scope(comm_->cudaDev);
   (void)cudaDeviceSynchronize();  // the communicator's kernels return at the abort word
   (void)cudaGetLastError();
-  *abortHost_ = 0;
+  if (!served_) *abortHost_ = 0;  // a served rank's kernels are the leader's: they may not have seen it yet
 }
 
 void GpuResources::close(bool abort) {
   if (abort && abortHost_) *abortHost_ = 1;
+  if (abort && served_) served_->release();
   if (comm_->cudaDev >= 0) {
     DeviceScope scope(comm_->cudaDev);
     (void)cudaDeviceSynchronize();  // no kernel may still use the FIFOs (abort makes them return)
     (void)cudaGetLastError();
+    if (served_) served_->close();  // the leader ran this rank's last work: the streams waited for it
     if (workCache_) {
       const kernels::WorkCache::Stats st = workCache_->stats();
       BRAID_INFO(kInit | kAlloc, "rank %d: launch work kept on the GPU: reused %llu times, uploaded %llu, evicted %llu",
@@ -253,6 +270,7 @@ void GpuResources::close(bool abort) {
   words_ = nullptr;
   abortHost_ = nullptr;
   errorHost_ = nullptr;
+  served_.reset();
 }
 
 }  // namespace braid::api

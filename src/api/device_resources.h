@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "algo/protocol.h"
+#include "api/served.h"
 #include "core/comm.h"
 #include "kernels/executor.h"
 #include "kernels/graph_work.h"
@@ -65,12 +66,17 @@ class GpuResources final : public DeviceResources {
   void close(bool abort) override;
   void signalAbort() override {
     if (abortHost_) *abortHost_ = 1;
+    if (served_) served_->release();
+    if (comm_->served) comm_->served->release();  // a leader's streams stop waiting for served ranks
   }
+  // Set when another process runs this rank's GPU work (served.h): launches are posted to it.
+  ServedMember* served() const { return served_.get(); }
   void stopInFlight() override;
   ncclResult_t asyncError() const override { return errorWord() ? ncclRemoteError : ncclSuccess; }
 
  private:
   explicit GpuResources(ncclComm* comm) : comm_(comm) {}
+  ncclResult_t allocateWords();  // the pinned, mapped abort and error words
   ncclComm* comm_;
   std::vector<std::unique_ptr<transport::P2pTransport>> transports_;
   std::vector<std::unique_ptr<transport::NetDeviceLinks>> netLinks_;  // to ranks on other hosts
@@ -88,6 +94,7 @@ class GpuResources final : public DeviceResources {
   volatile uint32_t* errorHost_ = nullptr;
   uint32_t* errorDev_ = nullptr;
   std::vector<bool> sameGpu_;  // by rank
+  std::unique_ptr<ServedMember> served_;  // its control words replace words_
   std::unique_ptr<kernels::WorkCache> workCache_;
   std::unique_ptr<kernels::GraphWork> graphWork_;
   cudaMemPool_t scratchPool_ = nullptr;  // made on first use

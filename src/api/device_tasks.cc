@@ -74,6 +74,9 @@ struct CommLaunch {
     size_t bytes;
   };
   std::vector<Copy> selfCopies;  // send/recv pairs to oneself: copies before the launch
+  // A served rank (served.h): the copies the leader makes before the kernels, and its scratch.
+  std::vector<ServedCopy> servedCopies;
+  std::vector<size_t> servedScratch;
 };
 
 // The numbered calls of a launch end when its work on the stream does (tracked by an event),
@@ -92,6 +95,12 @@ void trackCalls(CommLaunch& cl, bool launched) {
 // sent it: scratch freed after the launch, or, under capture, a buffer the graph holds (not a
 // graph memory node: kernels/graph_work.h says why).
 ncclResult_t stagedCopy(CommLaunch& cl, const Task& t, const void* src, size_t bytes, void** out) {
+  if (cl.res->served()) {  // the leader copies into scratch of its own
+    *out = scratchToken(cl.servedScratch.size());
+    cl.servedScratch.push_back(bytes);
+    cl.servedCopies.push_back({*out, src, bytes});
+    return ncclSuccess;
+  }
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   cudaError_t e = cudaStreamIsCapturing(t.stream, &status);
   if (e != cudaSuccess) return cudaFail(t, "cudaStreamIsCapturing", e);
@@ -197,9 +206,22 @@ ncclResult_t prepare(CommLaunch& cl) {
     GpuResources* res = nullptr;
     BRAID_CHECK(GpuResources::create(comm, &res));
     setCommDevice(comm, res);
-    BRAID_CHECK(kernels::preloadKernels(comm->cudaDev));
+    if (!res->served()) BRAID_CHECK(kernels::preloadKernels(comm->cudaDev));  // a served rank runs none
   }
   cl.res = static_cast<GpuResources*>(comm->device.get());
+  if (comm->served && comm->served->plan.any()) {
+    const Task& first = *cl.tasks.front();
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (cudaError_t e = cudaStreamIsCapturing(first.stream, &capture); e != cudaSuccess)
+      return cudaFail(first, "cudaStreamIsCapturing", e);
+    if (capture != cudaStreamCaptureStatusNone)
+      return fail(ncclInvalidUsage,
+                  "%s (rank %d): CUDA graph capture on a communicator whose GPU is shared by ranks of several processes "
+                  "while MPS is off: one process runs the GPU work of the others (BRAID_SERVED), which a replay of this "
+                  "rank's graph could not start. Fix: start MPS (nvidia-cuda-mps-control -d), or set BRAID_SERVED=0 "
+                  "(each process then runs its own kernels, at time-slice speed)",
+                  first.caller, comm->rank);
+  }
   // One protocol and slicing for the launch, the same on every rank. A collective's ranks share
   // their first task, so its choice serves. The ranks of a group with sends or receives do not
   // (sizes, peers and order differ between them), and both ends of every connection must run
@@ -224,6 +246,17 @@ ncclResult_t prepare(CommLaunch& cl) {
     links->erase(std::unique(links->begin(), links->end()), links->end());
   }
   return ncclSuccess;
+}
+
+// The launch's last collective number and its send/recv ops with each peer (served.h's gate).
+std::vector<ServedGate> gatesOf(const CommLaunch& cl) {
+  std::vector<ServedGate> perRank(static_cast<size_t>(cl.comm->nRanks));
+  uint64_t collSeq = 0;
+  for (const CallDesc& d : cl.calls) collSeq = std::max(collSeq, d.seq);
+  for (ServedGate& g : perRank) g.collSeq = collSeq;
+  for (const Task* t : cl.tasks)
+    if (t->coll == algo::Coll::SendRecv) ++(t->isSend ? perRank[size_t(t->root)].sends : perRank[size_t(t->root)].recvs);
+  return perRank;
 }
 
 ncclResult_t connectAndLaunch(CommLaunch& cl) {
@@ -259,14 +292,26 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
   };
   for (cudaStream_t s : others)
     if (cudaError_t e = joinStreams(s, L.stream); e != cudaSuccess) return cudaFail(first, "joining streams", e);
+  ServedMember* served = cl.res->served();
   for (const CommLaunch::Copy& c : cl.selfCopies) {
     if (c.dst == c.src) continue;
-    if (cudaError_t e = kernels::copyAsync(c.dst, c.src, c.bytes, L.stream); e != cudaSuccess)
+    if (served) cl.servedCopies.push_back({c.dst, c.src, c.bytes});
+    else if (cudaError_t e = kernels::copyAsync(c.dst, c.src, c.bytes, L.stream); e != cudaSuccess)
       return cudaFail(first, "the copy kernel's launch (a send/recv to oneself)", e);
   }
   unsigned widest = 0;
   cl.res->launched();  // before the kernel can start: the proxy is awake when its first slot is
-  BRAID_CHECK(kernels::launch(L, &widest));
+  if (served) {
+    BRAID_CHECK(served->post(L, cl.servedCopies, cl.servedScratch, gatesOf(cl)));
+  } else if (cl.comm->served && cl.comm->served->plan.any()) {
+    {
+      std::lock_guard<std::mutex> lock(servedLaunchMutex(cl.comm->cudaDev));
+      BRAID_CHECK(kernels::launch(L, &widest));
+    }
+    cl.comm->served->leaderLaunched(gatesOf(cl));  // a no-op unless this rank leads
+  } else {
+    BRAID_CHECK(kernels::launch(L, &widest));
+  }
   cl.comm->tuning->noteBlocks(widest);
   for (void* p : cl.scratch)
     if (cudaError_t e = cudaFreeAsync(p, L.stream); e != cudaSuccess) return cudaFail(first, "cudaFreeAsync", e);

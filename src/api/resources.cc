@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "api/plan.h"
+#include "api/served.h"
 #include "api/tuning.h"
 #include "core/comm.h"
 #include "core/log.h"
@@ -58,6 +59,7 @@ ncclResult_t createResources(ncclComm* comm) {
   if (transport::needsNetwork(comm->peers, comm->rank))
     BRAID_CHECK(transport::UcxNet::create(comm, &comm->net));  // collective
   transport::logChoices(comm->peers, comm->rank, comm->net && comm->net->cudaMemory());
+  BRAID_CHECK(planServing(comm));  // collective when a GPU has ranks of several processes
   comm->host = std::make_shared<HostTransport>(comm);
   comm->hostPlans = std::make_shared<PlanCache>();
   comm->devicePlans = std::make_shared<PlanCache>();
@@ -67,6 +69,7 @@ ncclResult_t createResources(ncclComm* comm) {
 }
 
 void destroyResources(ncclComm* comm, bool abort) {
+  if (comm->served) comm->served->stop(abort);  // a leader waits for its served ranks to finish first
   if (comm->device) comm->device->close(abort);
   setCommDevice(comm, nullptr);
   if (comm->net) comm->net->close(abort);  // its proxy stops touching the host FIFOs first

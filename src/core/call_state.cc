@@ -172,4 +172,10 @@ uint64_t CallState::activity() {
   return moves_.load(std::memory_order_relaxed) + progress_.load(std::memory_order_relaxed);
 }
 
+bool CallState::idle() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  pollEventsLocked();
+  return !inHostCall_ && pending_.empty();
+}
+
 }  // namespace braid

@@ -25,6 +25,7 @@ namespace api {
 class Shadow;         // src/api/shadow.h: BRAID_SHADOW's scratch buffers and pending checks
 class PlanCache;      // src/api/plan.h: recently used host schedules
 class CommTuning;     // src/api/tuning.h: NCCL_ALGO/NCCL_PROTO and the links, for the tuner
+class Served;         // src/api/served.h: which process runs the GPU work of ranks sharing a GPU
 }
 // GPU connections and buffers for device-memory collectives (defined above core, in api).
 class DeviceResources {
@@ -89,6 +90,7 @@ struct ncclComm {
   std::shared_ptr<braid::api::PlanCache> hostPlans;
   std::shared_ptr<braid::api::PlanCache> devicePlans;  // GPU executor plans (other lane sizes)
   std::shared_ptr<braid::api::CommTuning> tuning;      // every algorithm/protocol/channel choice
+  std::shared_ptr<braid::api::Served> served;          // set at init when a GPU has ranks of several processes
   std::unique_ptr<braid::DeviceResources> device;  // set and reset under deviceMutex
   std::mutex deviceMutex;                           // against the monitor thread's abort signal
   // The real NCCL's communicator over the same ranks, made by the first call that needs it

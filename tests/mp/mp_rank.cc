@@ -413,10 +413,13 @@ int scenarioCollectives(const std::vector<CountSet>& sets) {
   return failures ? 1 : 0;
 }
 
-// Device memory: after a warm-up all-reduce by all, rank 0 enqueues one that rank 1 never
-// joins, waits 0.5 s and calls ncclCommAbort, which must return within 1 s; the stream must
-// then drain within 5 s. The other ranks never call the second collective and abort later.
-int scenarioAbort() {
+// Device memory: after a warm-up all-reduce by all, rank `who` (default 0) enqueues one that
+// the others never join, waits 0.5 s and calls ncclCommAbort, which must return within 1 s; the
+// stream must then drain within 5 s. The other ranks never call the second collective and abort
+// later. (With processes sharing a GPU without MPS, rank 0's process runs the others' GPU work
+// (src/api/served.h): `abort 0` aborts that process with a member missing, `abort 1` a member
+// whose leader never joins.)
+int scenarioAbort(int who) {
   if (!gpu::enabled) {
     say("FAIL abort needs --memory device\n");
     return 1;
@@ -429,7 +432,7 @@ int scenarioAbort() {
   // together with them, so only a warmed-up collective reaches the GPU and waits there.
   EXPECT_OK(ncclAllReduce(in.get(), out.get(), count, ncclFloat32, ncclSum, comm, static_cast<cudaStream_t>(gpu::stream)));
   CU_OK(gpu::api.streamSynchronize(gpu::stream));
-  if (gRank == 0) {
+  if (gRank == who) {
     EXPECT_OK(ncclAllReduce(in.get(), out.get(), count, ncclFloat32, ncclSum, comm, static_cast<cudaStream_t>(gpu::stream)));
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     gpu::CUresult pending = gpu::api.streamQuery(gpu::stream);
@@ -500,7 +503,7 @@ int runScenario(const Args& a) {
   if (s == "die-at-root") return scenarioDieAtRoot();
   if (s == "mismatch") return scenarioMismatch();
   if (s == "unmatched-send") return scenarioUnmatchedSend();
-  if (s == "abort") return scenarioAbort();
+  if (s == "abort") return scenarioAbort(a.pos.empty() ? 0 : std::atoi(a.pos[0].c_str()));
   std::vector<CountSet> sets;  // collectives
   bool all = a.pos.size() > 1 && a.pos[1] == "all";
   for (size_t c : parseCounts(a.pos.empty() ? "0,1,7" : a.pos[0].c_str())) sets.push_back({c, all});
