@@ -83,6 +83,12 @@ algo::TunerResult CommTuning::choose(const Task& t, std::optional<algo::Protocol
 
 algo::Protocol CommTuning::p2pLaunchProtocol() const { return api::p2pLaunchProtocol(constraints_, protocols_); }
 
+algo::Protocol CommTuning::launchProtocol(std::span<const Task* const> tasks) {
+  if (tasks.empty()) return algo::Protocol::Simple;
+  const bool anyP2p = std::any_of(tasks.begin(), tasks.end(), [](const Task* t) { return t->coll == algo::Coll::SendRecv; });
+  return anyP2p ? p2pLaunchProtocol() : choose(*tasks.front()).best.protocol;
+}
+
 void CommTuning::noteBlocks(size_t blocks) {
   const size_t onGpu = blocks * static_cast<size_t>(std::max(1, links_.ranksPerGpu));
   if (sms_ <= 0 || onGpu <= static_cast<size_t>(sms_) || warnedBlocks_.exchange(true)) return;

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <tuple>
 
 #include "algo/tuner.h"
@@ -35,6 +36,13 @@ class CommTuning {
   // The protocol of a launch that holds sends or receives: api::p2pLaunchProtocol of this
   // communicator's settings, the same on every rank whatever its tasks.
   algo::Protocol p2pLaunchProtocol() const;
+
+  // The protocol a device launch of `tasks` (this communicator's share of a group, in order)
+  // asks, before the transport's fallback (GpuResources::usableProtocol): p2pLaunchProtocol when
+  // any is a send or recv, else the first task's choice (a collective's ranks share their first
+  // task, so they agree). The launch (device_tasks.cc) and ncclGroupSimulateEnd's estimate both
+  // take it from here.
+  algo::Protocol launchProtocol(std::span<const Task* const> tasks);
 
   // A kernel of `blocks` CUDA blocks a rank, whose blocks wait for the other ranks' blocks:
   // when all the ranks on the busiest GPU cannot have that many resident at once (one per SM
