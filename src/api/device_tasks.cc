@@ -127,9 +127,9 @@ ncclResult_t planCollective(CommLaunch& cl, const Task& t) {
   if (t.coll == algo::Coll::AlltoAll && t.sendbuff == t.recvbuff)
     BRAID_CHECK(stagedCopy(cl, t, t.sendbuff, t.count * comm->nRanks * es, &in));
   op.buffers = {in, t.recvbuff};
-  // Chosen for the protocol the launch runs (a group's later collectives and those grouped with
-  // sends or receives run the launch's, not their own best). From the communicator's cache: a
-  // 64-channel ring all-reduce takes ~30 us to build.
+  // Chosen for the protocol the launch runs (a group's later collectives run its first one's,
+  // not their own best). From the communicator's cache: a 64-channel ring all-reduce takes
+  // ~30 us to build.
   const algo::TunerChoice choice = comm->tuning->choose(t, cl.protocol).best;
   const kernels::FifoShape fifo = GpuResources::fifoShape(cl.protocol);
   const algo::RankPlan& plan = comm->devicePlans->get(
@@ -152,7 +152,8 @@ ncclResult_t planP2p(CommLaunch& cl, const std::vector<const Task*>& p2p) {
   for (size_t i = 0; i < p2p.size(); ++i) {
     const Task& t = *p2p[i];
     size_t bytes = t.count * sizeOfType(t.type);
-    const algo::TunerChoice choice = comm->tuning->choose(t, cl.protocol).best;  // the same parts on both ends
+    // The same parts on both ends; chosen for the launch's protocol (a collective's, when grouped with one).
+    const algo::TunerChoice choice = comm->tuning->choose(t, cl.protocol).best;
     ops.push_back({t.isSend, t.root, t.count, static_cast<uint32_t>(choice.channels)});
     bufs[2 * i] = const_cast<void*>(t.sendbuff);
     bufs[2 * i + 1] = t.recvbuff;

@@ -55,17 +55,18 @@ algo::ProtocolSet defaultProtocols(const LinkFacts& links);
 // (NCCL_PROTO narrows them in the tuner); unset, defaultProtocols. Fixed per communicator.
 algo::ProtocolSet deviceProtocols(const LinkFacts& links, bool ncclProtoSet);
 
-// The protocol of a device launch that holds sends or receives: Simple, unless NCCL_PROTO leaves
-// send/recv exactly one of `protocols` (deviceProtocols). The ranks of such a group differ in
-// their tasks (sizes, peers, order), yet both ends of every connection must run one protocol
-// with one slicing: so it reads only the communicator's settings, never the tasks.
+// The protocol of a device launch of sends and receives alone (one with a collective takes the
+// collective's: CommTuning::launchProtocol): Simple, unless NCCL_PROTO leaves send/recv exactly
+// one of `protocols` (deviceProtocols). The ranks of such a group differ in their tasks (sizes,
+// peers, order), yet both ends of every connection must run one protocol with one slicing: so
+// it reads only the communicator's settings, never the tasks.
 algo::Protocol p2pLaunchProtocol(const algo::TuningConstraints& constraints, algo::ProtocolSet protocols);
 
 // What the tuner may weigh for one device task, so that its choice (the TUNING log, the
 // estimate, braid-tune, the plan) is made for the protocol its launch runs: only `launch` where
-// the launch's protocol is fixed already (device_tasks.cc: every task of a launch runs the
-// launch's one protocol); a send/recv only p2pLaunchProtocol, what its launch will run; any
-// other task `protocols`.
+// the launch's protocol is known (device_tasks.cc: every task of a launch runs the launch's one
+// protocol); else a send/recv only p2pLaunchProtocol, what a launch of sends and receives alone
+// runs; any other task `protocols`.
 algo::ProtocolSet deviceTaskProtocols(algo::Coll coll, const algo::TuningConstraints& constraints,
                                       algo::ProtocolSet protocols, std::optional<algo::Protocol> launch);
 

@@ -84,9 +84,9 @@ algo::TunerResult CommTuning::choose(const Task& t, std::optional<algo::Protocol
 algo::Protocol CommTuning::p2pLaunchProtocol() const { return api::p2pLaunchProtocol(constraints_, protocols_); }
 
 algo::Protocol CommTuning::launchProtocol(std::span<const Task* const> tasks) {
-  if (tasks.empty()) return algo::Protocol::Simple;
-  const bool anyP2p = std::any_of(tasks.begin(), tasks.end(), [](const Task* t) { return t->coll == algo::Coll::SendRecv; });
-  return anyP2p ? p2pLaunchProtocol() : choose(*tasks.front()).best.protocol;
+  for (const Task* t : tasks)
+    if (t->coll != algo::Coll::SendRecv) return choose(*t).best.protocol;
+  return p2pLaunchProtocol();
 }
 
 void CommTuning::noteBlocks(size_t blocks) {

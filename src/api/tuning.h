@@ -33,15 +33,17 @@ class CommTuning {
   // Host memory (the CPU engine) ignores `launch`.
   algo::TunerResult choose(const Task& t, std::optional<algo::Protocol> launch = std::nullopt);
 
-  // The protocol of a launch that holds sends or receives: api::p2pLaunchProtocol of this
+  // The protocol of a launch of sends and receives alone: api::p2pLaunchProtocol of this
   // communicator's settings, the same on every rank whatever its tasks.
   algo::Protocol p2pLaunchProtocol() const;
 
   // The protocol a device launch of `tasks` (this communicator's share of a group, in order)
-  // asks, before the transport's fallback (GpuResources::usableProtocol): p2pLaunchProtocol when
-  // any is a send or recv, else the first task's choice (a collective's ranks share their first
-  // task, so they agree). The launch (device_tasks.cc) and ncclGroupSimulateEnd's estimate both
-  // take it from here.
+  // asks, before the transport's fallback (GpuResources::usableProtocol), the same on every rank:
+  // the first collective's choice, since every rank's group holds the same collectives in the
+  // same order whatever sends and receives it holds besides; a group of sends and receives alone
+  // (which differ between ranks) p2pLaunchProtocol. Taking p2pLaunchProtocol whenever a group
+  // held a send would part a rank whose group has none (it took its collective's choice) from
+  // its peers. The launch (device_tasks.cc) and ncclGroupSimulateEnd's estimate take it here.
   algo::Protocol launchProtocol(std::span<const Task* const> tasks);
 
   // A kernel of `blocks` CUDA blocks a rank, whose blocks wait for the other ranks' blocks:

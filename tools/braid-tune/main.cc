@@ -263,7 +263,7 @@ int main(int argc, char** argv) {
               "hops)\n", ncclProto ? "those the executor runs" : "braid's defaults for these links (NCCL_PROTO widens it)",
               algo::describeProtocols(protocols).c_str());
   if (coll == algo::Coll::SendRecv)
-    std::printf("# send/recv: a launch of sends and receives asks %s on every rank (Simple unless NCCL_PROTO leaves "
+    std::printf("# send/recv: a launch of sends and receives alone asks %s on every rank (Simple unless NCCL_PROTO leaves "
                 "send/recv one protocol): the choice is made for it alone\n",
                 algo::protocolName(api::p2pLaunchProtocol(constraints, protocols)));
   if (ncclAlgo || ncclProto)

@@ -141,7 +141,7 @@ TEST(BraidTune, SendRecvNamesTheProtocolItsLaunchRuns) {
       const ToolRun run = braidTune("--topo '" + data + "/nccl-xml/" + topo + "' --coll sendrecv --ranks 2 --max 64M", c.env);
       SCOPED_TRACE(std::string(topo) + " " + c.env);
       ASSERT_EQ(run.exitCode, 0) << run.out;
-      EXPECT_NE(run.out.find("# send/recv: a launch of sends and receives asks " + c.runs + " on every rank"), std::string::npos)
+      EXPECT_NE(run.out.find("# send/recv: a launch of sends and receives alone asks " + c.runs + " on every rank"), std::string::npos)
           << run.out;
       const std::vector<Row> rows = rowsOf(run.out);
       ASSERT_FALSE(rows.empty()) << run.out;
@@ -170,7 +170,7 @@ TEST(BraidTune, ProtocolRules) {
   for (const Row& r : rowsOf(run.out)) ll = ll || r.protocol == "LL";
   EXPECT_TRUE(ll) << run.out;
   // A PCIe machine (4 RTX 4090s) and host staging: never LL128.
-  for (const std::string env : {all, all + " NCCL_P2P_DISABLE=1"}) {
+  for (const std::string& env : {all, all + " NCCL_P2P_DISABLE=1"}) {
     run = braidTune("--topo '" + data + "/nccl-xml/rtx4090-4gpu-pcie-epyc-nps4.xml' --max 1G", env);
     ASSERT_EQ(run.exitCode, 0) << run.out;
     for (const Row& r : rowsOf(run.out)) {

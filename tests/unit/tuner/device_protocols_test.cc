@@ -1,9 +1,9 @@
 // The protocols the tuner weighs for a device task (api/tuner_inputs.h deviceTaskProtocols), on
 // the links of a real topology file: a send/recv is chosen for the one protocol its launch runs
-// (p2pLaunchProtocol: Simple unless NCCL_PROTO leaves send/recv exactly one), and a collective
-// whose launch protocol is fixed (grouped with sends or receives) for that one. CommTuning::choose
-// and braid-tune build their tuner input with these functions; the launch takes its protocol
-// from p2pLaunchProtocol. No GPU.
+// (p2pLaunchProtocol: Simple unless NCCL_PROTO leaves send/recv exactly one), and a task whose
+// launch protocol is known (a group's tasks run its first collective's) for that one.
+// CommTuning::choose and braid-tune build their tuner input with these functions; a launch of
+// sends and receives alone takes its protocol from p2pLaunchProtocol. No GPU.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -117,12 +117,12 @@ TEST(DeviceProtocols, UnconstrainedTheTunerWouldPickLLForSmallSends) {
   EXPECT_EQ(algo::tune(in).best.protocol, Protocol::LL);
 }
 
-TEST(DeviceProtocols, ACollectiveIsChosenForItsLaunchsProtocolWhenThatIsFixed) {
+TEST(DeviceProtocols, ATaskIsChosenForItsLaunchsProtocolWhenThatIsKnown) {
   const LinkFacts links = h200Pair(false);
   ASSERT_EQ(links.toRank.size(), 2u);
   const algo::TuningConstraints c = constraintsOf("LL,Simple");
-  // On its own an 8-byte all-reduce takes LL here; grouped with a send (the launch runs
-  // Simple) it is chosen for Simple, and for LL where the launch runs LL.
+  // On its own an 8-byte all-reduce takes LL here; after a collective whose launch runs Simple
+  // it is chosen for Simple, and for LL where the launch runs LL.
   EXPECT_EQ(algo::tune(deviceInput(links, Coll::AllReduce, 8, c, "LL,Simple", std::nullopt)).best.protocol, Protocol::LL);
   for (uint64_t bytes : sizes())
     for (Protocol launch : {Protocol::Simple, Protocol::LL}) {
@@ -133,7 +133,11 @@ TEST(DeviceProtocols, ACollectiveIsChosenForItsLaunchsProtocolWhenThatIsFixed) {
         EXPECT_EQ(r.runnerUp.protocol, launch) << bytes;  // another algorithm, the same protocol
       }
     }
-  // Not fixed: the communicator's protocols (NCCL_PROTO unset: Simple between GPUs).
+  // A send grouped with a collective runs the collective's protocol, and is chosen for it.
+  const algo::TunerResult send = algo::tune(deviceInput(links, Coll::SendRecv, 8, c, "LL,Simple", Protocol::LL));
+  EXPECT_EQ(send.best.protocol, Protocol::LL);
+  EXPECT_EQ(send.best.slicesPerStep, algo::slicesPerStepOf(Protocol::LL));
+  // Not known: the communicator's protocols (NCCL_PROTO unset: Simple between GPUs).
   EXPECT_EQ(deviceTaskProtocols(Coll::AllReduce, c, deviceProtocols(links, false), std::nullopt),
             defaultProtocols(links));
 }
