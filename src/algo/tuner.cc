@@ -350,6 +350,8 @@ Candidates candidates(const TunerInput& in) {
     for (int i = 0; i < nPairs; ++i)
       possible += (possible.empty() ? "" : ", ") + std::string(pairs[i].algorithm ? pairs[i].algorithm->name : "p2p") + "/" +
                   protocolName(pairs[i].protocol);
+    // Nothing runs over these hops at all (LL128 the only protocol, over PCIe): the fallback below.
+    if (nPairs == 0) possible = std::string(fallback ? fallback->name : "p2p") + "/Simple";
     out.warning = nothingPossible(in, userAlgos, userProtos, supported, runnable, ll128Blocked, possible);
   }
   // Of what the user allows (everything, when that is nothing), the algorithms measured for the

@@ -136,8 +136,10 @@ ncclResult_t planCollective(CommLaunch& cl, const Task& t) {
   if (t.coll == algo::Coll::AlltoAll && t.sendbuff == t.recvbuff)
     BRAID_CHECK(stagedCopy(cl, t, t.sendbuff, t.count * comm->nRanks * es, &in));
   op.buffers = {in, t.recvbuff};
-  // From the communicator's cache: a 64-channel ring all-reduce takes ~30 us to build.
-  const algo::TunerChoice choice = comm->tuning->choose(t).best;
+  // Chosen for the protocol the launch runs (a group's later collectives run its first one's,
+  // not their own best). From the communicator's cache: a 64-channel ring all-reduce takes
+  // ~30 us to build.
+  const algo::TunerChoice choice = comm->tuning->choose(t, cl.protocol).best;
   const kernels::FifoShape fifo = GpuResources::fifoShape(cl.protocol);
   const algo::RankPlan& plan = comm->devicePlans->get(
       collArgsFor(t, choice.channels, 16, kernels::slotDataBytes(cl.protocol, fifo.slotBytes) * fifo.nSlots),
@@ -159,7 +161,8 @@ ncclResult_t planP2p(CommLaunch& cl, const std::vector<const Task*>& p2p) {
   for (size_t i = 0; i < p2p.size(); ++i) {
     const Task& t = *p2p[i];
     size_t bytes = t.count * sizeOfType(t.type);
-    const algo::TunerChoice choice = comm->tuning->choose(t).best;  // the same parts on both ends
+    // The same parts on both ends; chosen for the launch's protocol (a collective's, when grouped with one).
+    const algo::TunerChoice choice = comm->tuning->choose(t, cl.protocol).best;
     ops.push_back({t.isSend, t.root, t.count, static_cast<uint32_t>(choice.channels)});
     bufs[2 * i] = const_cast<void*>(t.sendbuff);
     bufs[2 * i + 1] = t.recvbuff;
@@ -222,18 +225,12 @@ ncclResult_t prepare(CommLaunch& cl) {
                   "(each process then runs its own kernels, at time-slice speed)",
                   first.caller, comm->rank);
   }
-  // One protocol and slicing for the launch, the same on every rank. A collective's ranks share
-  // their first task, so its choice serves. The ranks of a group with sends or receives do not
-  // (sizes, peers and order differ between them), and both ends of every connection must run
-  // one protocol with one slicing: such a launch takes p2pLaunchProtocol, which reads only the
-  // communicator. The slicing follows the protocol that runs, not the one asked (one taken from
-  // the asked protocol once differed between the ends: wrong data and a hang across hosts with
+  // One protocol and slicing for the launch, the same on every rank (CommTuning::launchProtocol
+  // says why). The slicing, and every task's plan (planCollective, planP2p choose under
+  // cl.protocol), follow the protocol that runs, not the one asked (a slicing taken from the
+  // asked protocol once differed between the ends: wrong data and a hang across hosts with
   // NCCL_PROTO=LL128, where LL128 and LL both become Simple).
-  const bool anyP2p = std::any_of(cl.tasks.begin(), cl.tasks.end(),
-                                  [](const Task* t) { return t->coll == algo::Coll::SendRecv; });
-  const algo::Protocol asked =
-      anyP2p ? comm->tuning->p2pLaunchProtocol() : comm->tuning->choose(*cl.tasks.front()).best.protocol;
-  cl.protocol = cl.res->usableProtocol(asked);
+  cl.protocol = cl.res->usableProtocol(comm->tuning->launchProtocol(cl.tasks));
   cl.slicesPerStep = algo::slicesPerStepOf(cl.protocol);
   std::vector<const Task*> p2p;
   for (const Task* t : cl.tasks) {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "api/call_check.h"
 #include "api/group.h"
@@ -204,11 +205,21 @@ ncclResult_t runHostTasks(std::span<const Task* const> tasks) {
 }
 
 // ncclGroupSimulateEnd: the tuner's estimate for each task (what the engine for its memory
-// would run), summed; a zero count is a no-op and costs nothing.
+// would run), summed; a zero count is a no-op and costs nothing. A communicator's device tasks
+// share one launch and its protocol (CommTuning::launchProtocol, as device_tasks.cc asks it), so
+// each is estimated under that one, not its own best.
 float estimateMicroseconds(std::span<const Task> tasks) {
+  std::map<ncclComm*, std::vector<const Task*>> deviceTasks;
   double us = 0;
-  for (const Task& t : tasks)
-    if (t.count > 0) us += t.comm->tuning->choose(t).best.microseconds;
+  for (const Task& t : tasks) {
+    if (t.count == 0) continue;
+    if (t.onDevice) deviceTasks[t.comm].push_back(&t);
+    else us += t.comm->tuning->choose(t).best.microseconds;
+  }
+  for (auto& [comm, launch] : deviceTasks) {
+    const algo::Protocol protocol = comm->tuning->launchProtocol(launch);
+    for (const Task* t : launch) us += comm->tuning->choose(*t, protocol).best.microseconds;
+  }
   return static_cast<float>(us);
 }
 

@@ -118,6 +118,24 @@ algo::ProtocolSet defaultProtocols(const LinkFacts& links) {
   return set;
 }
 
+algo::ProtocolSet deviceProtocols(const LinkFacts& links, bool ncclProtoSet) {
+  return ncclProtoSet ? kExecutorProtocols : defaultProtocols(links);
+}
+
+algo::Protocol p2pLaunchProtocol(const algo::TuningConstraints& constraints, algo::ProtocolSet protocols) {
+  const algo::ProtocolSet set = constraints.protocolsFor(algo::Coll::SendRecv) & protocols;
+  for (algo::Protocol p : {algo::Protocol::LL, algo::Protocol::LL128})
+    if (set == algo::protocolBit(p)) return p;
+  return algo::Protocol::Simple;
+}
+
+algo::ProtocolSet deviceTaskProtocols(algo::Coll coll, const algo::TuningConstraints& constraints,
+                                      algo::ProtocolSet protocols, std::optional<algo::Protocol> launch) {
+  if (launch) return algo::protocolBit(*launch);
+  if (coll == algo::Coll::SendRecv) return algo::protocolBit(p2pLaunchProtocol(constraints, protocols));
+  return protocols;
+}
+
 std::string describeHops(const algo::Hops& h) {
   char buf[64];
   if (h.gbps > 0) std::snprintf(buf, sizeof(buf), "%s %.1f GB/s", algo::linkKindName(h.kind), h.gbps);

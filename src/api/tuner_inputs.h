@@ -4,6 +4,7 @@
 // (api/tuning.cc) and braid-tune, so that both see the same links.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,25 @@ LinkFacts linkFacts(const topo::System& sys, const std::vector<RankPlace>& ranks
 // on 8; perf/NOTES.md). LL128 was slower than Simple from 64 KB and than LL below there, and
 // neither has been measured over NVLink or PCIe yet: NCCL_PROTO runs them.
 algo::ProtocolSet defaultProtocols(const LinkFacts& links);
+
+// What the tuner weighs for device memory: with NCCL_PROTO set, every protocol the executor runs
+// (NCCL_PROTO narrows them in the tuner); unset, defaultProtocols. Fixed per communicator.
+algo::ProtocolSet deviceProtocols(const LinkFacts& links, bool ncclProtoSet);
+
+// The protocol of a device launch of sends and receives alone (one with a collective takes the
+// collective's: CommTuning::launchProtocol): Simple, unless NCCL_PROTO leaves send/recv exactly
+// one of `protocols` (deviceProtocols). The ranks of such a group differ in their tasks (sizes,
+// peers, order), yet both ends of every connection must run one protocol with one slicing: so
+// it reads only the communicator's settings, never the tasks.
+algo::Protocol p2pLaunchProtocol(const algo::TuningConstraints& constraints, algo::ProtocolSet protocols);
+
+// What the tuner may weigh for one device task, so that its choice (the TUNING log, the
+// estimate, braid-tune, the plan) is made for the protocol its launch runs: only `launch` where
+// the launch's protocol is known (device_tasks.cc: every task of a launch runs the launch's one
+// protocol); else a send/recv only p2pLaunchProtocol, what a launch of sends and receives alone
+// runs; any other task `protocols`.
+algo::ProtocolSet deviceTaskProtocols(algo::Coll coll, const algo::TuningConstraints& constraints,
+                                      algo::ProtocolSet protocols, std::optional<algo::Protocol> launch);
 
 // "NVLink 370.8 GB/s" (the tuner's default shown as "? GB/s").
 std::string describeHops(const algo::Hops& h);

@@ -47,7 +47,7 @@ ncclResult_t CommTuning::create(ncclComm* comm, std::unique_ptr<CommTuning>* out
   const bool p2pDisabled = env::getInt("NCCL_P2P_DISABLE", 0) != 0;  // the transport stages then
   const bool anyGpu = comm->nRanks > 1 && comm->cudaDev >= 0;
   t->links_ = linkFacts(anyGpu ? topo::loadSystem(-1) : topo::System{}, places, comm->ring, comm->rank, p2pDisabled);
-  t->protocols_ = protoAsked ? kExecutorProtocols : defaultProtocols(t->links_);
+  t->protocols_ = deviceProtocols(t->links_, protoAsked);
   if (comm->rank == 0 && anyGpu)
     BRAID_INFO(kTuning | kInit, "rank 0: tuner inputs: ring %s; every pair %s; %d ranks on the busiest GPU; %d SMs; executor "
                "protocols %s", describeHops(t->links_.ring).c_str(), describeHops(t->links_.mesh).c_str(),
@@ -57,7 +57,7 @@ ncclResult_t CommTuning::create(ncclComm* comm, std::unique_ptr<CommTuning>* out
   return ncclSuccess;
 }
 
-algo::TunerResult CommTuning::choose(const Task& t) {
+algo::TunerResult CommTuning::choose(const Task& t, std::optional<algo::Protocol> launch) {
   algo::TunerInput in;
   in.coll = t.coll;
   in.elemSize = static_cast<uint32_t>(sizeOfType(t.type));
@@ -71,7 +71,7 @@ algo::TunerResult CommTuning::choose(const Task& t) {
   if (t.coll == algo::Coll::SendRecv && t.root >= 0 && static_cast<size_t>(t.root) < links_.toRank.size())
     in.mesh = links_.toRank[static_cast<size_t>(t.root)];
   in.sms = sms_;
-  in.executorProtocols = protocols_;
+  in.executorProtocols = t.onDevice ? deviceTaskProtocols(t.coll, constraints_, protocols_, launch) : protocols_;
   in.minChannels = comm_->config.minCTAs;
   in.maxChannels = comm_->config.maxCTAs;
   in.hostMemory = !t.onDevice;
@@ -81,11 +81,12 @@ algo::TunerResult CommTuning::choose(const Task& t) {
   return r;
 }
 
-algo::Protocol CommTuning::p2pLaunchProtocol() const {
-  const algo::ProtocolSet set = constraints_.protocolsFor(algo::Coll::SendRecv) & protocols_;
-  for (algo::Protocol p : {algo::Protocol::LL, algo::Protocol::LL128})
-    if (set == algo::protocolBit(p)) return p;
-  return algo::Protocol::Simple;
+algo::Protocol CommTuning::p2pLaunchProtocol() const { return api::p2pLaunchProtocol(constraints_, protocols_); }
+
+algo::Protocol CommTuning::launchProtocol(std::span<const Task* const> tasks) {
+  for (const Task* t : tasks)
+    if (t->coll != algo::Coll::SendRecv) return choose(*t).best.protocol;
+  return p2pLaunchProtocol();
 }
 
 void CommTuning::noteBlocks(size_t blocks) {

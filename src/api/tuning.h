@@ -7,7 +7,9 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <span>
 #include <tuple>
 
 #include "algo/tuner.h"
@@ -26,12 +28,23 @@ class CommTuning {
 
   // The tuner's choice for `t`: a collective, or one send or recv (to or from t.root), on device
   // or host memory. The same on every rank of the collective (and on both ends of a send/recv).
-  algo::TunerResult choose(const Task& t);
+  // On device memory it is made for the protocol t's launch runs (api::deviceTaskProtocols):
+  // `launch` where the caller knows it (the launch's plans), else a send/recv's p2pLaunchProtocol.
+  // Host memory (the CPU engine) ignores `launch`.
+  algo::TunerResult choose(const Task& t, std::optional<algo::Protocol> launch = std::nullopt);
 
-  // The protocol of a launch that holds sends or receives (device_tasks.cc prepare): Simple,
-  // unless NCCL_PROTO leaves send/recv exactly one protocol. It reads only the communicator's
-  // settings, so every rank comes to the same one whatever its tasks.
+  // The protocol of a launch of sends and receives alone: api::p2pLaunchProtocol of this
+  // communicator's settings, the same on every rank whatever its tasks.
   algo::Protocol p2pLaunchProtocol() const;
+
+  // The protocol a device launch of `tasks` (this communicator's share of a group, in order)
+  // asks, before the transport's fallback (GpuResources::usableProtocol), the same on every rank:
+  // the first collective's choice, since every rank's group holds the same collectives in the
+  // same order whatever sends and receives it holds besides; a group of sends and receives alone
+  // (which differ between ranks) p2pLaunchProtocol. Taking p2pLaunchProtocol whenever a group
+  // held a send would part a rank whose group has none (it took its collective's choice) from
+  // its peers. The launch (device_tasks.cc) and ncclGroupSimulateEnd's estimate take it here.
+  algo::Protocol launchProtocol(std::span<const Task* const> tasks);
 
   // A kernel of `blocks` CUDA blocks a rank, whose blocks wait for the other ranks' blocks:
   // when all the ranks on the busiest GPU cannot have that many resident at once (one per SM
@@ -47,8 +60,7 @@ class CommTuning {
   LinkFacts links_;
   int sms_ = 0;
   int nNodes_ = 1, ranksPerNode_ = 0;  // from comm->nodeOf, for the tree's depth
-  // NCCL_PROTO set: every protocol the executor runs; else defaultProtocols (fixed at create).
-  algo::ProtocolSet protocols_ = 0;
+  algo::ProtocolSet protocols_ = 0;  // api::deviceProtocols (fixed at create)
   std::mutex loggedMutex_;
   std::atomic<bool> warnedBlocks_{false};
   // (collective, device memory, algorithm, protocol, channels, slices); protocol -1: a warning.

@@ -46,6 +46,8 @@
 #   async-error   gpu_api_async_error: a kernel fault reported by ncclCommGetAsyncError.
 #   api-self      gpu_api_self_sendrecv: send/recv pairs to oneself run as copies (1 rank, at
 #                 copy speed; mixed groups with a peer, 2 ranks as threads).
+#   api-simulate  gpu_api_simulate: ncclGroupSimulateEnd and the TUNING log name the protocol
+#                 a send/recv launch runs (Simple under NCCL_PROTO=LL,Simple; LL under =LL).
 #   timeslice     gpu_timeslice_probe: a round trip between two processes on GPU 0, five ways
 #                 (spinning kernels, stream memory operations, with a kernel or a copy, one
 #                 side working), with MPS as it is (issue 16; not yet run on a GPU).
@@ -284,6 +286,7 @@ section api-graph "${LIMIT_API_GRAPH:-60}" "$build/tests/gpu/gpu_api_graph_abort
 section api-bad-input "${LIMIT_BAD_INPUT:-30}" "$build/tests/gpu/gpu_api_bad_input"
 section async-error "${LIMIT_ASYNC_ERROR:-30}" "$build/tests/gpu/gpu_api_async_error"
 section api-self "${LIMIT_API_SELF:-40}" "$build/tests/gpu/gpu_api_self_sendrecv"
+section api-simulate "${LIMIT_API_SIMULATE:-30}" "$build/tests/gpu/gpu_api_simulate"
 section timeslice "${LIMIT_TIMESLICE:-90}" "$build/tests/gpu/gpu_timeslice_probe" 1000
 # 4. PyTorch drop-in with LD_PRELOAD=libbraid.so, 2 and 4 processes on GPU 0.
 if python3 -c 'import importlib.util as u, sys; sys.exit(u.find_spec("torch") is None)' >/dev/null 2>&1; then

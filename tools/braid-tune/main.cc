@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -218,8 +219,10 @@ int main(int argc, char** argv) {
   in.ring = links.ring;
   in.mesh = coll == algo::Coll::SendRecv ? links.toRank[1] : links.mesh;
   in.sms = sms;
-  // As the library: NCCL_PROTO chooses among all the executor runs; unset, the defaults.
-  in.executorProtocols = ncclProto ? api::kExecutorProtocols : api::defaultProtocols(links);
+  // As the library: NCCL_PROTO chooses among all the executor runs; unset, the defaults. A
+  // send/recv is chosen for the one protocol its launch runs (api::deviceTaskProtocols).
+  const algo::ProtocolSet protocols = api::deviceProtocols(links, ncclProto != nullptr);
+  in.executorProtocols = api::deviceTaskProtocols(coll, constraints, protocols, std::nullopt);
   in.constraints = &constraints;
 
   struct Row {
@@ -258,7 +261,11 @@ int main(int argc, char** argv) {
                 api::describeHops(links.mesh).c_str(), sms, sms == 132 ? " (assumed; --sms)" : "");
   std::printf("# protocols: the choice over %s (%s) that these links allow (LL128 only over same-GPU and NVLink "
               "hops)\n", ncclProto ? "those the executor runs" : "braid's defaults for these links (NCCL_PROTO widens it)",
-              algo::describeProtocols(in.executorProtocols).c_str());
+              algo::describeProtocols(protocols).c_str());
+  if (coll == algo::Coll::SendRecv)
+    std::printf("# send/recv: a launch of sends and receives alone asks %s on every rank (Simple unless NCCL_PROTO leaves "
+                "send/recv one protocol): the choice is made for it alone\n",
+                algo::protocolName(api::p2pLaunchProtocol(constraints, protocols)));
   if (ncclAlgo || ncclProto)
     std::printf("# NCCL_ALGO=%s NCCL_PROTO=%s\n", ncclAlgo ? ncclAlgo : "(unset)", ncclProto ? ncclProto : "(unset)");
   for (const std::string& n : notes) std::printf("# note: %s\n", n.c_str());

@@ -127,6 +127,33 @@ TEST(BraidTune, DefaultProtocolsAreTheLibrarys) {
   for (const Row& r : rowsOf(run.out)) EXPECT_EQ(r.protocol, "Simple") << r.bytes;
 }
 
+// A send/recv's row is what its launch runs: Simple, also where NCCL_PROTO allows LL beside it
+// (the tuner alone would take LL for small sends there), and LL only when NCCL_PROTO leaves it
+// alone for send/recv. No runner-up: there is one protocol to weigh.
+TEST(BraidTune, SendRecvNamesTheProtocolItsLaunchRuns) {
+  const std::string data = BRAID_TOPO_DATA;
+  struct Case {
+    std::string env, runs;
+  };
+  for (const char* topo : {"vastai-hgx-h200-8gpu.xml", "h200-1gpu-vm-dump.xml", "rtx4090-4gpu-pcie-epyc-nps4.xml"}) {
+    for (const Case& c : {Case{"", "Simple"}, Case{"NCCL_PROTO=LL,Simple", "Simple"}, Case{"NCCL_PROTO=LL,LL128,Simple", "Simple"},
+                          Case{"NCCL_PROTO=LL", "LL"}, Case{"NCCL_PROTO='sendrecv:LL;allreduce:Simple'", "LL"}}) {
+      const ToolRun run = braidTune("--topo '" + data + "/nccl-xml/" + topo + "' --coll sendrecv --ranks 2 --max 64M", c.env);
+      SCOPED_TRACE(std::string(topo) + " " + c.env);
+      ASSERT_EQ(run.exitCode, 0) << run.out;
+      EXPECT_NE(run.out.find("# send/recv: a launch of sends and receives alone asks " + c.runs + " on every rank"), std::string::npos)
+          << run.out;
+      const std::vector<Row> rows = rowsOf(run.out);
+      ASSERT_FALSE(rows.empty()) << run.out;
+      for (const Row& r : rows) {
+        EXPECT_EQ(r.algorithm, "p2p") << r.bytes;
+        EXPECT_EQ(r.protocol, c.runs) << r.bytes;
+        EXPECT_EQ(r.runnerUp.substr(r.runnerUp.find_first_not_of(' ')), "-") << r.bytes;
+      }
+    }
+  }
+}
+
 TEST(BraidTune, ProtocolRules) {
   const std::string data = BRAID_TOPO_DATA;
   const std::string all = "NCCL_PROTO=LL,LL128,Simple";  // the rules among every protocol
@@ -143,7 +170,7 @@ TEST(BraidTune, ProtocolRules) {
   for (const Row& r : rowsOf(run.out)) ll = ll || r.protocol == "LL";
   EXPECT_TRUE(ll) << run.out;
   // A PCIe machine (4 RTX 4090s) and host staging: never LL128.
-  for (const std::string env : {all, all + " NCCL_P2P_DISABLE=1"}) {
+  for (const std::string& env : {all, all + " NCCL_P2P_DISABLE=1"}) {
     run = braidTune("--topo '" + data + "/nccl-xml/rtx4090-4gpu-pcie-epyc-nps4.xml' --max 1G", env);
     ASSERT_EQ(run.exitCode, 0) << run.out;
     for (const Row& r : rowsOf(run.out)) {
