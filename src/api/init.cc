@@ -411,16 +411,16 @@ BRAID_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
 
 BRAID_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   BRAID_FORWARD(ncclCommAbort, comm);
-  if (!comm) return ncclSuccess;
-  // The real NCCL serves it: its abort first, so that a call blocked inside the real NCCL on
-  // another thread returns before braid's teardown waits for the calls in flight.
-  ncclResult_t realRc = ncclSuccess;
   if (auto real = braid::api::realServing(comm)) {
+    // The real NCCL serves it: its abort first, so that a call blocked inside the real NCCL on
+    // another thread returns before braid's teardown waits for the calls in flight.
     ncclResult_t aborted = real->abort();
-    if (aborted != ncclSuccess) realRc = braid::api::noteRealFailure("ncclCommAbort", comm, *real, aborted);
+    if (aborted != ncclSuccess) aborted = braid::api::noteRealFailure("ncclCommAbort", comm, *real, aborted);
+    ncclResult_t rc = closeComm(comm, /*abort=*/true, "ncclCommAbort");
+    return aborted != ncclSuccess ? aborted : rc;
   }
-  ncclResult_t rc = closeComm(comm, /*abort=*/true, "ncclCommAbort");
-  return realRc != ncclSuccess ? realRc : rc;
+  if (!comm) return ncclSuccess;
+  return closeComm(comm, /*abort=*/true, "ncclCommAbort");
 }
 
 BRAID_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
