@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -17,8 +18,30 @@
 namespace braid::api {
 namespace {
 
-// Communicators of this process that the real NCCL serves (the routing's gate).
+// Communicators of this process that the real NCCL serves (the routing's gate), and their
+// addresses in a small table that a call scans without a lock, so that braid's own
+// communicators do not pay two more registry lookups per call once one such communicator
+// exists (ncclCommCount on a busy 2-core machine: 320-560 ns with them instead of ~165; with
+// the table no difference was measured, 81-101 ns both).
 std::atomic<int> gRealServed{0};
+constexpr int kServedSlots = 64;
+std::atomic<ncclComm*> gServedSlots[kServedSlots];
+std::atomic<int> gServedHigh{0};      // slots at or above it are empty
+std::atomic<int> gServedOverflow{0};  // served communicators without a slot: every call then asks the registry
+std::mutex gServedMutex;              // for adding and removing
+
+void rememberRealServed(ncclComm* comm) {
+  std::lock_guard<std::mutex> lock(gServedMutex);
+  int slot = 0;
+  while (slot < kServedSlots && gServedSlots[slot].load(std::memory_order_relaxed) != nullptr) ++slot;
+  if (slot == kServedSlots) {
+    gServedOverflow.fetch_add(1, std::memory_order_release);
+  } else {
+    gServedSlots[slot].store(comm, std::memory_order_release);
+    if (gServedHigh.load(std::memory_order_relaxed) <= slot) gServedHigh.store(slot + 1, std::memory_order_release);
+  }
+  gRealServed.fetch_add(1, std::memory_order_release);
+}
 
 // What each rank says at init about its links to ranks on other hosts.
 struct LinkVote {
@@ -81,7 +104,7 @@ ncclResult_t handOver(ncclComm* comm, const std::string& reason) {
                 "on every rank (or reachable), or a real NCCL loadable (BRAID_NCCL_LIBRARY)", comm->rank,
                 reason.c_str(), braid::lastError());
   comm->servedByReal.store(true, std::memory_order_release);
-  gRealServed.fetch_add(1, std::memory_order_relaxed);
+  rememberRealServed(comm);
   BRAID_INFO(kInit | kNet, "rank %d: %s; the real NCCL serves this communicator", comm->rank, reason.c_str());
   return ncclSuccess;
 }
@@ -110,8 +133,17 @@ ncclResult_t connectOtherHosts(ncclComm* comm) {
 
 bool anyRealServed() { return gRealServed.load(std::memory_order_relaxed) > 0; }
 
+bool mayBeRealServed(const ncclComm* comm) {
+  if (comm == nullptr) return false;
+  if (gServedOverflow.load(std::memory_order_acquire) > 0) return true;
+  const int high = gServedHigh.load(std::memory_order_acquire);
+  for (int i = 0; i < high; ++i)
+    if (gServedSlots[i].load(std::memory_order_acquire) == comm) return true;
+  return false;
+}
+
 std::shared_ptr<fallback::RealComm> realServing(ncclComm* comm) {
-  if (!anyRealServed() || comm == nullptr || !isLiveComm(comm)) return nullptr;
+  if (!anyRealServed() || !mayBeRealServed(comm) || !isLiveComm(comm)) return nullptr;
   CommUse use(comm, "realServing");
   if (use.result() != ncclSuccess || !comm->servedByReal.load(std::memory_order_acquire)) return nullptr;
   std::lock_guard<std::mutex> lock(comm->realMutex);
@@ -119,7 +151,13 @@ std::shared_ptr<fallback::RealComm> realServing(ncclComm* comm) {
 }
 
 void forgetRealServed(ncclComm* comm) {
-  if (comm->servedByReal.load(std::memory_order_acquire)) gRealServed.fetch_sub(1, std::memory_order_relaxed);
+  if (!comm->servedByReal.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lock(gServedMutex);
+  int slot = 0;
+  while (slot < kServedSlots && gServedSlots[slot].load(std::memory_order_relaxed) != comm) ++slot;
+  if (slot == kServedSlots) gServedOverflow.fetch_sub(1, std::memory_order_release);
+  else gServedSlots[slot].store(nullptr, std::memory_order_release);
+  gRealServed.fetch_sub(1, std::memory_order_release);
 }
 
 ncclResult_t noteRealFailure(const char* caller, const ncclComm* comm, const fallback::RealComm& real, ncclResult_t rc) {
@@ -170,7 +208,7 @@ ncclResult_t deriveReal(ncclComm* parent, const char* caller, ncclConfig_t* user
   child->servedByReal.store(true, std::memory_order_release);
   child->state.store(ncclComm::State::Ready);
   child->asyncError.store(ncclSuccess);
-  gRealServed.fetch_add(1, std::memory_order_relaxed);
+  rememberRealServed(child);
   registerComm(child);
   BRAID_INFO(kInit, "%s (rank %d): the real NCCL serves the parent, so it serves the child too (rank %d of %d)", caller,
              parent->rank, rank, nRanks);

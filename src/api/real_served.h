@@ -34,6 +34,9 @@ ncclResult_t connectOtherHosts(ncclComm* comm);
 // False until a communicator of this process is served by the real NCCL: until then the
 // routing costs one relaxed load per call.
 bool anyRealServed();
+// False when `comm` is certainly not one of them (a scan of their addresses, no lock, `comm`
+// not read): braid's own communicators stop here.
+bool mayBeRealServed(const ncclComm* comm);
 // The real communicator of `comm` when it is a live communicator that the real NCCL serves,
 // else null (without touching the last error).
 std::shared_ptr<fallback::RealComm> realServing(ncclComm* comm);
@@ -64,7 +67,7 @@ class RealRoute<Ret (*)(Args...)> {
   // handle is not live: braid's own path then reports it). `args` are the call's own, in
   // order: each that is `comm` is replaced by the real handle.
   std::optional<Ret> serve(ncclComm* comm, Args... args) const {
-    if (comm == nullptr || !isLiveComm(comm)) return std::nullopt;
+    if (!mayBeRealServed(comm) || !isLiveComm(comm)) return std::nullopt;
     CommUse use(comm, pname_ + 1);  // holds it for the call; destroy waits for it
     if (use.result() != ncclSuccess || !comm->servedByReal.load(std::memory_order_acquire)) return std::nullopt;
     std::shared_ptr<fallback::RealComm> real;
