@@ -4,6 +4,8 @@
 
 #include <mutex>
 
+#include "core/env.h"
+
 namespace braid::transport::ucx {
 
 #if BRAID_HAVE_UCX
@@ -13,10 +15,14 @@ const Api* api(std::string* why) {
   static bool ok = false;
   static std::string error;
   std::call_once(once, [] {
-    void* h = ::dlopen("libucp.so.0", RTLD_NOW | RTLD_LOCAL);
+    // BRAID_UCX_LIBRARY names another file (tests make UCX unavailable with a path that does not exist).
+    const char* chosen = env::get("BRAID_UCX_LIBRARY");
+    const std::string name = chosen ? chosen : "libucp.so.0";
+    void* h = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (h == nullptr) {
       const char* e = ::dlerror();
-      error = std::string("UCX is not installed here (") + (e ? e : "libucp.so.0 not found") +
+      error = std::string("UCX is not installed here (") + (e ? e : (name + " not found").c_str()) +
+              (chosen ? "; BRAID_UCX_LIBRARY chose that file" : "") +
               "). Fix: install UCX 1.13 or newer (Debian/Ubuntu: apt install libucx0), or put its lib folder on "
               "LD_LIBRARY_PATH";
       return;

@@ -7,6 +7,7 @@
 #include "api/forward.h"
 #include "api/group.h"
 #include "api/memory_kind.h"
+#include "api/real_served.h"
 #include "api/shadow.h"
 #include "api/task.h"
 #include "core/comm.h"
@@ -186,60 +187,70 @@ braid::api::Task task(const char* caller, ncclComm_t comm, Coll coll, const void
 BRAID_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
           ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   BRAID_FORWARD(ncclAllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream);
+  BRAID_REAL_SERVES(ncclAllReduce, comm, sendbuff, recvbuff, count, datatype, op, comm, stream);
   return enqueue(task("ncclAllReduce", comm, Coll::AllReduce, sendbuff, recvbuff, count, datatype, op, 0, stream));
 }
 
 BRAID_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
           ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   BRAID_FORWARD(ncclReduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream);
+  BRAID_REAL_SERVES(ncclReduce, comm, sendbuff, recvbuff, count, datatype, op, root, comm, stream);
   return enqueue(task("ncclReduce", comm, Coll::Reduce, sendbuff, recvbuff, count, datatype, op, root, stream));
 }
 
 BRAID_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
           int root, ncclComm_t comm, cudaStream_t stream) {
   BRAID_FORWARD(ncclBroadcast, sendbuff, recvbuff, count, datatype, root, comm, stream);
+  BRAID_REAL_SERVES(ncclBroadcast, comm, sendbuff, recvbuff, count, datatype, root, comm, stream);
   return enqueue(task("ncclBroadcast", comm, Coll::Broadcast, sendbuff, recvbuff, count, datatype, ncclSum, root, stream));
 }
 
 BRAID_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
           cudaStream_t stream) {
   BRAID_FORWARD(ncclBcast, buff, count, datatype, root, comm, stream);
+  BRAID_REAL_SERVES(ncclBcast, comm, buff, count, datatype, root, comm, stream);
   return enqueue(task("ncclBcast", comm, Coll::Broadcast, buff, buff, count, datatype, ncclSum, root, stream));
 }
 
 BRAID_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
           ncclComm_t comm, cudaStream_t stream) {
   BRAID_FORWARD(ncclAllGather, sendbuff, recvbuff, sendcount, datatype, comm, stream);
+  BRAID_REAL_SERVES(ncclAllGather, comm, sendbuff, recvbuff, sendcount, datatype, comm, stream);
   return enqueue(task("ncclAllGather", comm, Coll::AllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, stream));
 }
 
 BRAID_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
           ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   BRAID_FORWARD(ncclReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
+  BRAID_REAL_SERVES(ncclReduceScatter, comm, sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
   return enqueue(task("ncclReduceScatter", comm, Coll::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0, stream));
 }
 
 BRAID_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
           ncclComm_t comm, cudaStream_t stream) {
   BRAID_FORWARD(ncclAlltoAll, sendbuff, recvbuff, count, datatype, comm, stream);
+  BRAID_REAL_SERVES(ncclAlltoAll, comm, sendbuff, recvbuff, count, datatype, comm, stream);
   return enqueue(task("ncclAlltoAll", comm, Coll::AlltoAll, sendbuff, recvbuff, count, datatype, ncclSum, 0, stream));
 }
 
 BRAID_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
           int root, ncclComm_t comm, cudaStream_t stream) {
   BRAID_FORWARD(ncclGather, sendbuff, recvbuff, count, datatype, root, comm, stream);
+  BRAID_REAL_SERVES(ncclGather, comm, sendbuff, recvbuff, count, datatype, root, comm, stream);
   return enqueue(task("ncclGather", comm, Coll::Gather, sendbuff, recvbuff, count, datatype, ncclSum, root, stream));
 }
 
 BRAID_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
           int root, ncclComm_t comm, cudaStream_t stream) {
   BRAID_FORWARD(ncclScatter, sendbuff, recvbuff, count, datatype, root, comm, stream);
+  BRAID_REAL_SERVES(ncclScatter, comm, sendbuff, recvbuff, count, datatype, root, comm, stream);
   return enqueue(task("ncclScatter", comm, Coll::Scatter, sendbuff, recvbuff, count, datatype, ncclSum, root, stream));
 }
 
 BRAID_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
           ncclComm_t comm, cudaStream_t stream) {
   BRAID_FORWARD(ncclSend, sendbuff, count, datatype, peer, comm, stream);
+  BRAID_REAL_SERVES(ncclSend, comm, sendbuff, count, datatype, peer, comm, stream);
   auto t = task("ncclSend", comm, Coll::SendRecv, sendbuff, nullptr, count, datatype, ncclSum, peer, stream);
   t.isSend = true;
   return enqueue(t);
@@ -248,6 +259,7 @@ BRAID_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataTy
 BRAID_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
           cudaStream_t stream) {
   BRAID_FORWARD(ncclRecv, recvbuff, count, datatype, peer, comm, stream);
+  BRAID_REAL_SERVES(ncclRecv, comm, recvbuff, count, datatype, peer, comm, stream);
   auto t = task("ncclRecv", comm, Coll::SendRecv, nullptr, recvbuff, count, datatype, ncclSum, peer, stream);
   t.isSend = false;
   return enqueue(t);

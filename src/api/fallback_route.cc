@@ -7,6 +7,7 @@
 #include <string>
 
 #include "api/group.h"
+#include "api/real_served.h"
 #include "core/cuda_scope.h"
 
 namespace braid::api {
@@ -94,6 +95,7 @@ ncclResult_t closeRealComm(ncclComm* comm, bool abort) {
     real = std::move(comm->real);
   }
   if (!real) return ncclSuccess;
+  forgetRealServed(comm);
   ncclResult_t rc = abort ? real->abort() : real->destroy();
   if (rc != ncclSuccess)
     return fail(rc, "%s (rank %d): %s of its real communicator in %s returned %d: %s",

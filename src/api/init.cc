@@ -13,6 +13,7 @@
 #include "api/fallback_route.h"
 #include "api/forward.h"
 #include "api/group.h"
+#include "api/real_served.h"
 #include "api/resources.h"
 #include "api/shadow.h"
 #include "core/bootstrap_wire.h"
@@ -302,6 +303,14 @@ BRAID_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int*
 
 BRAID_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
   BRAID_FORWARD(ncclCommSplit, comm, color, key, newcomm, config);
+  if (braid::api::realServing(comm)) {
+    using SplitFn = decltype(&pncclCommSplit);
+    return braid::api::deriveReal(comm, "ncclCommSplit", config, [&](const braid::fallback::RealComm& parent,
+                                  ncclConfig_t* realConfig, ncclComm_t* child) {
+      auto split = parent.fn<SplitFn>("pncclCommSplit");
+      return split ? split(parent.handle(), color, key, child, realConfig) : ncclInvalidUsage;
+    }, newcomm);
+  }
   BRAID_USE(comm, "ncclCommSplit");
   if (!newcomm) return fail(ncclInvalidArgument, "ncclCommSplit (rank %d): newcomm is NULL.", comm->rank);
   if (color < 0 && color != NCCL_SPLIT_NOCOLOR)
@@ -332,6 +341,15 @@ BRAID_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, nccl
 BRAID_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
           ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
   BRAID_FORWARD(ncclCommShrink, comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+  if (braid::api::realServing(comm)) {
+    using ShrinkFn = decltype(&pncclCommShrink);
+    return braid::api::deriveReal(comm, "ncclCommShrink", config, [&](const braid::fallback::RealComm& parent,
+                                  ncclConfig_t* realConfig, ncclComm_t* child) {
+      auto shrink = parent.fn<ShrinkFn>("pncclCommShrink");
+      return shrink ? shrink(parent.handle(), excludeRanksList, excludeRanksCount, child, realConfig, shrinkFlags)
+                    : ncclInvalidUsage;
+    }, newcomm);
+  }
   BRAID_USE(comm, "ncclCommShrink");
   if (!newcomm) return fail(ncclInvalidArgument, "ncclCommShrink (rank %d): newcomm is NULL.", comm->rank);
   if (shrinkFlags != NCCL_SHRINK_DEFAULT && shrinkFlags != NCCL_SHRINK_ABORT)
@@ -365,6 +383,13 @@ BRAID_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, 
 
 BRAID_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
   BRAID_FORWARD(ncclCommFinalize, comm);
+  if (auto real = braid::api::realServing(comm)) {  // the real one's finalize, its answer; braid's state follows
+    BRAID_USE(comm, "ncclCommFinalize");
+    ncclResult_t rc = real->finalize();
+    if (rc != ncclSuccess && rc != ncclInProgress) return braid::api::noteRealFailure("ncclCommFinalize", comm, *real, rc);
+    comm->state.store(ncclComm::State::Finalized);
+    return rc;
+  }
   BRAID_USE(comm, "ncclCommFinalize");
   auto s = comm->state.load();
   if (s == ncclComm::State::Finalized)
@@ -386,12 +411,21 @@ BRAID_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
 
 BRAID_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   BRAID_FORWARD(ncclCommAbort, comm);
+  if (auto real = braid::api::realServing(comm)) {
+    // The real NCCL serves it: its abort first, so that a call blocked inside the real NCCL on
+    // another thread returns before braid's teardown waits for the calls in flight.
+    ncclResult_t aborted = real->abort();
+    if (aborted != ncclSuccess) aborted = braid::api::noteRealFailure("ncclCommAbort", comm, *real, aborted);
+    ncclResult_t rc = closeComm(comm, /*abort=*/true, "ncclCommAbort");
+    return aborted != ncclSuccess ? aborted : rc;
+  }
   if (!comm) return ncclSuccess;
   return closeComm(comm, /*abort=*/true, "ncclCommAbort");
 }
 
 BRAID_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
   BRAID_FORWARD(ncclCommRevoke, comm, revokeFlags);
+  BRAID_REAL_SERVES_NOW(ncclCommRevoke, comm, comm, revokeFlags);
   BRAID_USE(comm, "ncclCommRevoke");
   if (revokeFlags != NCCL_REVOKE_DEFAULT)
     return fail(ncclInvalidArgument, "ncclCommRevoke (rank %d): revokeFlags = %d; only NCCL_REVOKE_DEFAULT (0) is "
@@ -406,6 +440,7 @@ BRAID_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
 
 BRAID_API(ncclResult_t, ncclCommCount, const ncclComm_t comm, int* count) {
   BRAID_FORWARD(ncclCommCount, comm, count);
+  BRAID_REAL_SERVES_NOW(ncclCommCount, comm, comm, count);
   BRAID_USE(comm, "ncclCommCount");
   if (!count) return fail(ncclInvalidArgument, "ncclCommCount: count is NULL.");
   if (comm->state.load() == ncclComm::State::Initializing) BRAID_CHECK(braid::checkCommReady(comm, "ncclCommCount"));
@@ -415,6 +450,7 @@ BRAID_API(ncclResult_t, ncclCommCount, const ncclComm_t comm, int* count) {
 
 BRAID_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device) {
   BRAID_FORWARD(ncclCommCuDevice, comm, device);
+  BRAID_REAL_SERVES_NOW(ncclCommCuDevice, comm, comm, device);
   BRAID_USE(comm, "ncclCommCuDevice");
   if (!device) return fail(ncclInvalidArgument, "ncclCommCuDevice: device is NULL.");
   if (comm->state.load() == ncclComm::State::Initializing) BRAID_CHECK(braid::checkCommReady(comm, "ncclCommCuDevice"));
@@ -424,6 +460,7 @@ BRAID_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device) {
 
 BRAID_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank) {
   BRAID_FORWARD(ncclCommUserRank, comm, rank);
+  BRAID_REAL_SERVES_NOW(ncclCommUserRank, comm, comm, rank);
   BRAID_USE(comm, "ncclCommUserRank");
   if (!rank) return fail(ncclInvalidArgument, "ncclCommUserRank: rank is NULL.");
   if (comm->state.load() == ncclComm::State::Initializing) BRAID_CHECK(braid::checkCommReady(comm, "ncclCommUserRank"));
@@ -433,6 +470,7 @@ BRAID_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank) {
 
 BRAID_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError) {
   BRAID_FORWARD(ncclCommGetAsyncError, comm, asyncError);
+  BRAID_REAL_SERVES_NOW(ncclCommGetAsyncError, comm, comm, asyncError);
   BRAID_USE(comm, "ncclCommGetAsyncError");
   if (!asyncError) return fail(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL.");
   ncclResult_t rc = comm->asyncError.load();
@@ -466,6 +504,7 @@ BRAID_API(const char*, ncclGetErrorString, ncclResult_t result) {
 
 BRAID_API(const char*, ncclGetLastError, ncclComm_t comm) {
   BRAID_FORWARD(ncclGetLastError, comm);
+  BRAID_REAL_SERVES_NOW(ncclGetLastError, comm, comm);
   // A failed communicator names its own failure (a dead peer, a mismatch), which may have been
   // found on another thread; otherwise the process's last error, as NCCL keeps it.
   if (comm && braid::isLiveComm(comm)) {

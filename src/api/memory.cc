@@ -7,6 +7,7 @@
 
 #include "api/export.h"
 #include "api/forward.h"
+#include "api/real_served.h"
 #include "core/comm.h"
 #include "core/log.h"
 
@@ -47,6 +48,7 @@ BRAID_API(ncclResult_t, ncclMemFree, void* ptr) {
 
 BRAID_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle) {
   BRAID_FORWARD(ncclCommRegister, comm, buff, size, handle);
+  BRAID_REAL_SERVES_NOW(ncclCommRegister, comm, comm, buff, size, handle);
   braid::CommUse use_(comm, "ncclCommRegister");
   BRAID_CHECK(use_.result());
   BRAID_CHECK(braid::checkCommReady(comm, "ncclCommRegister"));
@@ -63,6 +65,7 @@ BRAID_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, siz
 
 BRAID_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle) {
   BRAID_FORWARD(ncclCommDeregister, comm, handle);
+  BRAID_REAL_SERVES_NOW(ncclCommDeregister, comm, comm, handle);
   braid::CommUse use_(comm, "ncclCommDeregister");
   BRAID_CHECK(use_.result());
   BRAID_CHECK(braid::checkCommReady(comm, "ncclCommDeregister"));
@@ -79,6 +82,7 @@ BRAID_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle)
 BRAID_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
           int winFlags) {
   BRAID_FORWARD(ncclCommWindowRegister, comm, buff, size, win, winFlags);
+  BRAID_REAL_SERVES_NOW(ncclCommWindowRegister, comm, comm, buff, size, win, winFlags);
   braid::CommUse use_(comm, "ncclCommWindowRegister");
   BRAID_CHECK(use_.result());
   BRAID_CHECK(braid::checkCommReady(comm, "ncclCommWindowRegister"));
@@ -92,6 +96,7 @@ BRAID_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, siz
 
 BRAID_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win) {
   BRAID_FORWARD(ncclCommWindowDeregister, comm, win);
+  BRAID_REAL_SERVES_NOW(ncclCommWindowDeregister, comm, comm, win);
   braid::CommUse use_(comm, "ncclCommWindowDeregister");
   BRAID_CHECK(use_.result());
   BRAID_CHECK(braid::checkCommReady(comm, "ncclCommWindowDeregister"));

@@ -6,6 +6,7 @@
 
 #include "api/export.h"
 #include "api/forward.h"
+#include "api/real_served.h"
 #include "core/comm.h"
 #include "core/log.h"
 #include "core/numeric.h"
@@ -48,6 +49,7 @@ ncclResult_t hostOpFor(ncclComm* comm, ncclRedOp_t op, ncclDataType_t type, cons
 BRAID_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
           ncclScalarResidence_t residence, ncclComm_t comm) {
   BRAID_FORWARD(ncclRedOpCreatePreMulSum, op, scalar, datatype, residence, comm);
+  BRAID_REAL_SERVES_NOW(ncclRedOpCreatePreMulSum, comm, op, scalar, datatype, residence, comm);
   braid::CommUse use_(comm, "ncclRedOpCreatePreMulSum");
   BRAID_CHECK(use_.result());
   BRAID_CHECK(braid::checkCommReady(comm, "ncclRedOpCreatePreMulSum"));
@@ -76,6 +78,7 @@ BRAID_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar,
 
 BRAID_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm) {
   BRAID_FORWARD(ncclRedOpDestroy, op, comm);
+  BRAID_REAL_SERVES_NOW(ncclRedOpDestroy, comm, op, comm);
   braid::CommUse use_(comm, "ncclRedOpDestroy");
   BRAID_CHECK(use_.result());
   BRAID_CHECK(braid::checkCommReady(comm, "ncclRedOpDestroy"));

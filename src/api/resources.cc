@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "api/plan.h"
+#include "api/real_served.h"
 #include "api/served.h"
 #include "api/tuning.h"
 #include "core/comm.h"
@@ -56,15 +57,18 @@ ncclResult_t createResources(ncclComm* comm) {
   std::unique_ptr<CommTuning> tuning;
   BRAID_CHECK(CommTuning::create(comm, &tuning));  // NCCL_ALGO/NCCL_PROTO: a bad value fails init
   comm->tuning = std::move(tuning);
-  if (transport::needsNetwork(comm->peers, comm->rank))
-    BRAID_CHECK(transport::UcxNet::create(comm, &comm->net));  // collective
-  transport::logChoices(comm->peers, comm->rank, comm->net && comm->net->cudaMemory());
-  BRAID_CHECK(planServing(comm));  // collective when a GPU has ranks of several processes
+  // Collective: UCX to the other hosts; or (auto) the real NCCL serves the communicator.
+  if (transport::needsNetwork(comm->peers, comm->rank)) BRAID_CHECK(connectOtherHosts(comm));
+  if (!comm->servedByReal.load()) {
+    transport::logChoices(comm->peers, comm->rank, comm->net && comm->net->cudaMemory());
+    BRAID_CHECK(planServing(comm));  // collective when a GPU has ranks of several processes
+  }
   comm->host = std::make_shared<HostTransport>(comm);
   comm->hostPlans = std::make_shared<PlanCache>();
   comm->devicePlans = std::make_shared<PlanCache>();
-  BRAID_INFO(kInit, "comm %p rank %d nRanks %d cudaDev %d busId %s - Init COMPLETE", static_cast<void*>(comm),
-             comm->rank, comm->nRanks, comm->cudaDev, comm->peers[comm->rank].busId[0] ? comm->peers[comm->rank].busId : "host");
+  BRAID_INFO(kInit, "comm %p rank %d nRanks %d cudaDev %d busId %s - Init COMPLETE%s", static_cast<void*>(comm),
+             comm->rank, comm->nRanks, comm->cudaDev, comm->peers[comm->rank].busId[0] ? comm->peers[comm->rank].busId : "host",
+             comm->servedByReal.load() ? " (served by the real NCCL)" : "");
   return ncclSuccess;
 }
 

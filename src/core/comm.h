@@ -97,6 +97,9 @@ struct ncclComm {
   // (a call braid lacks, a shadow check); set under realMutex, closed with this one.
   std::shared_ptr<braid::fallback::RealComm> real;
   std::mutex realMutex;
+  // Set at init (BRAID_BACKEND=auto, braid cannot connect these ranks: src/api/real_served.h)
+  // before the communicator is ready, never cleared: every call goes to `real`.
+  std::atomic<bool> servedByReal{false};
   std::shared_ptr<braid::api::Shadow> shadow;  // made by the first shadowed call; under realMutex
 
   ncclComm();

@@ -90,7 +90,7 @@ ncclResult_t RealComm::create(ncclComm* comm, const char* caller, std::shared_pt
   int bad = -1;
   BRAID_CHECK(agree(comm, mine, &votes, &bad, caller, "who can load the real NCCL"));
   if (lib == nullptr)
-    return fail(ncclSystemError, "%s (rank %d): braid does not implement it and BRAID_BACKEND=auto sends it to the "
+    return fail(ncclSystemError, "%s (rank %d): braid cannot serve it and BRAID_BACKEND=auto sends it to the "
                 "real NCCL, but %s; or BRAID_BACKEND=braid, which silences the attempt", caller, rank, report.c_str());
   if (!refusal.empty())
     return fail(ncclInvalidUsage, "%s (rank %d): this communicator cannot have a real NCCL communicator: %s", caller,
@@ -146,6 +146,10 @@ ncclResult_t RealComm::create(ncclComm* comm, const char* caller, std::shared_pt
   return ncclSuccess;
 }
 
+std::shared_ptr<RealComm> RealComm::adopt(const RealNccl* lib, ncclComm_t handle) {
+  return std::shared_ptr<RealComm>(new RealComm(lib, handle));
+}
+
 RealComm::~RealComm() { (void)destroy(); }
 
 ncclResult_t RealComm::finalize() {
@@ -155,15 +159,13 @@ ncclResult_t RealComm::finalize() {
 }
 
 ncclResult_t RealComm::destroy() {
-  if (closed_) return ncclSuccess;
-  closed_ = true;
+  if (closed_.exchange(true)) return ncclSuccess;
   auto destroyFn = fn<CommFn>("pncclCommDestroy");
   return destroyFn ? destroyFn(handle_) : ncclSuccess;
 }
 
 ncclResult_t RealComm::abort() {
-  if (closed_) return ncclSuccess;
-  closed_ = true;
+  if (closed_.exchange(true)) return ncclSuccess;
   auto abortFn = fn<CommFn>("pncclCommAbort");
   return abortFn ? abortFn(handle_) : ncclSuccess;
 }

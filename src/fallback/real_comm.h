@@ -7,6 +7,7 @@
 // (no rank has a GPU) are handed to the real NCCL as they are, and the real NCCL's own error
 // comes back on every rank at once; a mix of host-only and GPU ranks is refused.
 #pragma once
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +37,9 @@ class RealComm {
   // succeeded while another failed destroys its own). `caller` names the call in errors.
   static ncclResult_t create(ncclComm* comm, const char* caller, std::shared_ptr<RealComm>* out);
 
+  // Takes over a real communicator the real NCCL made itself (a split or shrink of a real one).
+  static std::shared_ptr<RealComm> adopt(const RealNccl* lib, ncclComm_t handle);
+
   ~RealComm();  // destroys the real communicator unless finalize/destroy/abort already did
   RealComm(const RealComm&) = delete;
   RealComm& operator=(const RealComm&) = delete;
@@ -48,7 +52,7 @@ class RealComm {
 
   ncclResult_t finalize();
   ncclResult_t destroy();  // also after finalize
-  ncclResult_t abort();
+  ncclResult_t abort();  // also while another thread is inside a call on it (that call then returns)
   ncclResult_t asyncError(ncclResult_t* out) const;
   // The real NCCL's last error for this communicator ("" when none).
   std::string lastError() const;
@@ -57,7 +61,7 @@ class RealComm {
   RealComm(const RealNccl* lib, ncclComm_t handle) : lib_(lib), handle_(handle) {}
   const RealNccl* lib_;
   ncclComm_t handle_;
-  bool closed_ = false;
+  std::atomic<bool> closed_{false};  // abort may come from another thread than the calls
 };
 
 // "the real NCCL 2.28.9 (/path/libnccl.so.2)", for messages.

@@ -141,4 +141,34 @@ TEST(Exports, EveryOneForwards) {
   EXPECT_EQ(checked, 52);  // libnccl.so.2 2.28.9's API functions
 }
 
+// Every BRAID_API function that takes a communicator sends it to the real NCCL when the real
+// NCCL serves it (api/real_served.h): its statement after BRAID_FORWARD is BRAID_REAL_SERVES*
+// of its own name, a realServing(comm) branch (split, shrink, finalize, abort), or the calls
+// braid lacks, BRAID_FALLBACK_COMM (the same real communicator); destroy closes the real one in
+// closeComm. A function added without it would run braid's engine on a communicator it cannot
+// connect.
+TEST(Exports, EveryOneWithACommunicatorRoutesARealServedOne) {
+  const std::regex api(R"(BRAID_API\(\s*[^,]+,\s*(\w+),([^{]*)\{\s*BRAID_FORWARD\([^;]*;\s*([^\n]*))");
+  const std::regex takesComm(R"(ncclComm_t\s+comm\b)");
+  int checked = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(BRAID_SOURCE_DIR) / "src/api")) {
+    if (entry.path().extension() != ".cc") continue;
+    std::ifstream in(entry.path());
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string text = ss.str();
+    for (std::sregex_iterator it(text.begin(), text.end(), api), end; it != end; ++it) {
+      const std::string name = (*it)[1].str(), params = (*it)[2].str(), next = (*it)[3].str();
+      if (!std::regex_search(params, takesComm) || name == "ncclCommDestroy") continue;
+      ++checked;
+      const bool routes = next.rfind("BRAID_REAL_SERVES(" + name + ",", 0) == 0 ||
+                          next.rfind("BRAID_REAL_SERVES_NOW(" + name + ",", 0) == 0 ||
+                          next.rfind("BRAID_FALLBACK_COMM(" + name + ",", 0) == 0 ||
+                          next.find("realServing(comm)") != std::string::npos;
+      EXPECT_TRUE(routes) << entry.path().filename() << ": " << name << " goes on with: " << next;
+    }
+  }
+  EXPECT_EQ(checked, 35);  // the functions of libnccl.so.2 2.28.9 that take a communicator, less destroy
+}
+
 }  // namespace
