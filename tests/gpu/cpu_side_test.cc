@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <set>
 #include <thread>
 
 #include "algo/algorithm.h"
@@ -317,6 +318,47 @@ TEST(PackLaunch, BlobReadsBackAsTheScheduleSays) {
   }
   EXPECT_EQ(lane, lanes.size());
   EXPECT_EQ(k.nBlocks, lanes.size());
+}
+
+// pointerOffsets names every device pointer of a packed kernel, and only those: a served rank's
+// leader rewrites exactly these (src/api/served.h), so a pointer missed is followed in the wrong
+// process, and a non-pointer rewritten is corrupted work.
+TEST(PackLaunch, PointerOffsetsNameEveryDevicePointer) {
+  algo::CollArgs a;
+  a.coll = algo::Coll::AllReduce;
+  a.nRanks = 3;
+  a.rank = 2;
+  a.count = 5000;
+  a.nChannels = 2;
+  a.alignElems = 4;
+  a.maxStepElems = 4096;
+  const algo::RankPlan plan = algo::findAlgorithm("ring")->build(a);
+  static PlannedLaunch pl;
+  pl = PlannedLaunch{};
+  static float in[4], out[4], scalar[1];
+  kernels::OpWork op;
+  op.type = ncclFloat32;
+  op.red.kind = kernels::RedKind::PreMulSum;
+  op.red.deviceScalar = scalar;
+  op.buffers = {in, out};
+  pl.launch.ops.push_back(op);
+  for (const algo::Lane& lane : plan.lanes) pl.launch.lanes.push_back({0, &lane});
+  pl.addConnections(plan);
+  kernels::PackedLaunch packed;
+  ASSERT_EQ(kernels::packLaunch(pl.launch, &packed), ncclSuccess);
+  ASSERT_EQ(packed.kernels.size(), 1u);
+  const kernels::PackedKernel& k = packed.kernels[0];
+  std::multiset<const void*> want = {in, out, scalar};
+  for (const kernels::SendConn& c : pl.launch.sends) want.insert({c.end.peerFifo, c.end.peerTail, c.end.localHead});
+  for (const kernels::RecvConn& c : pl.launch.recvs) want.insert({c.end.localFifo, c.end.localTail, c.end.peerHead});
+  std::multiset<const void*> got;
+  for (uint32_t off : kernels::pointerOffsets(k)) {
+    ASSERT_LE(off + sizeof(void*), k.blob.size());
+    void* p = nullptr;
+    std::memcpy(&p, k.blob.data() + off, sizeof(p));
+    got.insert(p);
+  }
+  EXPECT_EQ(got, want);
 }
 
 // The packed launch carries the launch's protocol for every kernel; FIFO shapes must fit it,

@@ -11,10 +11,11 @@
 # Sections, most important first; each has its own time limit and never outlives the budget:
 #   mp-device     API-level correctness on device memory: tests/mp/mp_rank `collectives
 #                 --memory device`, every collective, type, op, in/out of place, counts 0 1 7
-#                 4097 (+1000003 fp32/int64): 1, 2, 4 rank processes and 8 ranks as threads on
+#                 4097 (+1000003 fp32/int64): 1, 2, 3, 4 rank processes (MPS off: served by rank
+#                 0's process, issue 16; BRAID_SERVED=0 once, time-sliced) and 8 ranks as threads on
 #                 GPU(s) (rank % GPUs); host staging forced (NCCL_P2P_DISABLE=1) for 2
 #                 processes and 4 threads; 8 processes with small counts; and the `abort`
-#                 scenario (2 processes).
+#                 scenario (2 processes: the leader alone, `abort`; a served rank alone, `abort 1`).
 #   mp-net-device device-memory collectives across emulated hosts on GPU 0 (issue 15): every
 #                 pair of rank processes its own BRAID_HOSTID (tests/net/emulated_host.sh), UCX
 #                 over TCP on lo; 2 hosts x 2 ranks (every collective, type, op, counts 0 1 7
@@ -107,13 +108,25 @@ if [ "${1:-}" = "--part" ]; then
         77) echo "SUMMARY SKIP (no GPU)"; rm -f "$tmpf"; exit 77 ;;
         *) rc_all=1; echo "SUMMARY abort FAIL(rc=$rc)" ;;
       esac
+      echo "--- abort 1: 2 processes, rank 1 (served by rank 0's process when MPS is off) alone in an all-reduce"
+      "$launch" -np 2 -t 20 -- "$rankprog" abort 1 --memory device >"$tmpf" 2>&1
+      rc=$?; tail -3 "$tmpf"
+      if [ $rc = 0 ]; then echo "SUMMARY abort 1 PASS $(grep -m1 -oE 'abort [0-9.]+s drain [0-9.]+s' "$tmpf")"
+      else rc_all=1; echo "SUMMARY abort 1 FAIL(rc=$rc)"; fi
       full=(collectives 0,1,7,4097 all --big 1000003 --memory device)
       run_one "np=1" 25 1 "" -- "${full[@]}"
-      run_one "np=2" 35 2 "NCCL_DEBUG=WARN" -- "${full[@]}"
-      # Two processes on one GPU are time-sliced unless MPS runs: braid must say so.
+      # Processes sharing GPU 0: with MPS off, rank 0's process runs the others' GPU work
+      # (src/api/served.h) and says so at INFO; with MPS on, each runs its own.
+      mps=$(pgrep -f nvidia-cuda-mps-control >/dev/null && echo on || echo off)
+      run_one "np=2" 35 2 "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT" -- "${full[@]}"
+      if [ $mps = on ] || grep -q "runs the GPU work of ranks 1" "$tmpf"; then echo "SUMMARY served (MPS $mps) PASS"
+      else rc_all=1; echo "SUMMARY served FAIL (MPS off and no 'runs the GPU work of ranks 1' at INFO)"; fi
+      run_one "np=3" 45 3 "" -- "${full[@]}"
+      run_one "np=4" 75 4 "" -- "${full[@]}"
+      # Served off: each process runs its own kernels, time-sliced without MPS; braid must say so.
+      run_one "np=2 BRAID_SERVED=0" 35 2 "BRAID_SERVED=0 NCCL_DEBUG=WARN" -- collectives 0,1,7 --memory device
       if grep -q "shares GPU" "$tmpf"; then echo "SUMMARY time-slice warning PASS"
       else rc_all=1; echo "SUMMARY time-slice warning FAIL (no 'shares GPU' warning at NCCL_DEBUG=WARN)"; fi
-      run_one "np=4" 75 4 "" -- "${full[@]}"
       run_one "threads=8" 60 1 "" -- --threads 8 "${full[@]}"
       # Host staging (pinned shared host memory), forced: across processes and in one process.
       run_one "staged np=2" 40 2 "NCCL_P2P_DISABLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=P2P" -- "${full[@]}"

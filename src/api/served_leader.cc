@@ -1,0 +1,511 @@
+#include "api/served_leader.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "core/cuda_scope.h"
+#include "core/env.h"
+#include "core/log.h"
+#include "kernels/pack.h"
+#include "kernels/stream_pool.h"
+#include "transport/cuda_driver.h"
+
+namespace braid::api {
+namespace {
+using namespace served_wire;
+constexpr double kByeWaitSeconds = 10;   // a leader's destroy waits this long for its served ranks
+constexpr double kDrainSeconds = 2;      // and this long for its stream of an aborted one
+}  // namespace
+
+ncclResult_t ServedLeader::start(ncclComm* comm, const std::string& name, std::unique_ptr<ServedLeader>* out) {
+  std::unique_ptr<ServedLeader> s(new ServedLeader(comm));
+  BRAID_CHECK(kernels::preloadKernels(comm->cudaDev));
+  {
+    DeviceScope scope(comm->cudaDev);
+    if (cudaError_t e = kernels::makeIsolatedPool(comm->cudaDev, 0, &s->pool_); e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return fail(ncclUnhandledCudaError, "served: rank %d: a memory pool for the served ranks' scratch: %s", comm->rank,
+                  cudaGetErrorString(e));
+    }
+  }
+  s->imports_ = std::make_unique<transport::IpcImports>(comm->peers[comm->rank].pid, comm->peers[comm->rank].hostHash,
+                                                        comm->cudaDev);
+  s->workCache_ = std::make_unique<kernels::WorkCache>();
+  s->wakeFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (s->wakeFd_ < 0) return fail(ncclSystemError, "served: rank %d: eventfd: %s", comm->rank, std::strerror(errno));
+  BRAID_CHECK(transport::listenServed(comm->rank, name, &s->listenFd_));
+  s->thread_ = std::thread([p = s.get()] { p->serve(); });
+  *out = std::move(s);
+  return ncclSuccess;
+}
+
+void ServedLeader::serve() {
+  if (cudaSetDevice(cudaDev_) != cudaSuccess) (void)cudaGetLastError();  // every enqueue checks again
+  std::vector<pollfd> fds;
+  std::vector<unsigned char> frame;
+  while (!stop_.load()) {
+    fds.assign({pollfd{listenFd_, POLLIN, 0}, pollfd{wakeFd_, POLLIN, 0}});
+    for (auto& m : members_) fds.push_back(pollfd{m->open ? m->fd : -1, POLLIN, 0});
+    const int r = poll(fds.data(), fds.size(), 50);
+    if (r == 0) closeRetiredWhenIdle();
+    if (r <= 0) continue;
+    struct Release {  // whatever this round enqueued may cover the leader's launches
+      ServedLeader* s;
+      ~Release() { s->releaseTickets(); }
+    } release{this};
+    if (fds[0].revents & POLLIN) accept();
+    if (fds[1].revents & POLLIN) {
+      uint64_t count = 0;
+      if (read(wakeFd_, &count, sizeof(count)) < 0) count = 0;  // cleared either way
+      launchReady();
+    }
+    for (size_t i = 2; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      Member& m = *members_[i - 2];
+      std::string why;
+      if (!transport::recvFrame(m.fd, &frame, deadlineIn(kByeWaitSeconds), &why)) {
+        gone(m, why);
+        continue;
+      }
+      uint32_t head[2] = {0, 0};
+      if (frame.size() >= sizeof(head)) std::memcpy(head, frame.data(), sizeof(head));
+      if (head[0] != kMagic) gone(m, "a frame that is not braid's");
+      else if (head[1] == kPost) {
+        PostHeader h{};
+        Member::Waiting w;
+        if (frame.size() >= sizeof(h)) std::memcpy(&h, frame.data(), sizeof(h));
+        w.collSeq = h.collSeq;
+        w.counts.resize(size_t(comm_->nRanks));
+        if (h.nPeers == uint32_t(comm_->nRanks) && frame.size() >= sizeof(h) + w.counts.size() * sizeof(PeerCounts))
+          std::memcpy(w.counts.data(), frame.data() + sizeof(h), w.counts.size() * sizeof(PeerCounts));
+        w.frame = std::move(frame);
+        m.waiting.push_back(std::move(w));
+        launchReady();
+      }
+      else if (head[1] == kBye) {
+        m.open = false;
+        open_.fetch_sub(1);
+      } else gone(m, "an unknown frame");
+    }
+  }
+}
+
+void ServedLeader::accept() {
+  int fd = accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC);
+  if (fd < 0) return;
+  auto m = std::make_unique<Member>();
+  m->fd = fd;
+  std::vector<unsigned char> frame;
+  std::string why;
+  if (!transport::recvFrame(fd, &frame, deadlineIn(kByeWaitSeconds), &why) || !hello(*m, frame, &why)) {
+    BRAID_WARN("served: rank %d: a connection to its served-ranks socket was refused: %s", rank_, why.c_str());
+    (void)::close(fd);
+    return;
+  }
+  m->open = true;
+  open_.fetch_add(1);
+  members_.push_back(std::move(m));
+}
+
+bool ServedLeader::hello(Member& m, const std::vector<unsigned char>& frame, std::string* why) {
+  HelloFrame h{};
+  if (frame.size() != sizeof(h)) return *why = "a malformed hello", false;
+  std::memcpy(&h, frame.data(), sizeof(h));
+  const ServedPlan& plan = comm_->served->plan;
+  if (h.magic != kMagic || h.kind != kHello || h.rank < 0 || h.rank >= comm_->nRanks || plan.leaderOf[size_t(h.rank)] != rank_ ||
+      h.pid != comm_->peers[size_t(h.rank)].pid || std::memchr(h.page, 0, sizeof(h.page)) == nullptr)
+    return *why = "a hello from a process that is no rank this one serves", false;
+  for (auto& other : members_)
+    if (other->rank == h.rank && other->open) return *why = "rank " + std::to_string(h.rank) + " connected twice", false;
+  m.rank = h.rank;
+  m.ranCounts.assign(size_t(comm_->nRanks), PeerCounts{0, 0});
+  DeviceScope scope(cudaDev_);
+  if (transport::ServedPage::open(rank_, h.page, &m.page) != ncclSuccess) return *why = lastError(), false;
+  if (cudaError_t e = cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking); e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return *why = std::string("cudaStreamCreate: ") + cudaGetErrorString(e), false;
+  }
+  const std::vector<unsigned char> ack(1, 1);
+  if (!transport::sendFrame(m.fd, ack, why)) return false;
+  BRAID_INFO(kInit | kP2p, "served: rank %d runs the GPU work of rank %d (pid %lld)", rank_, h.rank,
+             static_cast<long long>(h.pid));
+  return true;
+}
+
+void ServedLeader::releaseLeader() {
+  std::lock_guard<std::mutex> lock(ticketsMutex_);
+  coveredUpTo_ = lastTicket_;
+  tickets_.clear();
+  ticketsCovered_.notify_all();
+}
+
+void ServedLeader::leaderLaunched(const std::vector<ServedGate>& perRank) {
+  const uint64_t collSeq = perRank.empty() ? 0 : perRank[0].collSeq;
+  Ticket t;
+  t.collSeq = collSeq;
+  for (size_t r = 0; r < perRank.size() && r < sentTo_.size(); ++r) {
+    t.sentTo.push_back(sentTo_[r].fetch_add(perRank[r].sends) + perRank[r].sends);
+    t.recvdFrom.push_back(recvdFrom_[r].fetch_add(perRank[r].recvs) + perRank[r].recvs);
+  }
+  uint64_t seen = leaderColl_.load();
+  while (collSeq > seen && !leaderColl_.compare_exchange_weak(seen, collSeq)) {
+  }
+  uint32_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(ticketsMutex_);
+    id = t.id = ++lastTicket_;
+    tickets_.push_back(std::move(t));
+  }
+  const uint64_t one = 1;
+  if (write(wakeFd_, &one, sizeof(one)) < 0) {
+  }  // a full counter still wakes the server
+  // Wait here, in the leader rank's call, until the server has enqueued the served ranks' side.
+  // Then a call that waits for the device, which this thread may make next (cudaFree, a
+  // synchronous copy, a lazily loaded module), cannot fall between the server's launches of
+  // kernels that wait for each other: it would wait for the first, and hold up the launch of the
+  // others (cudaFree between a collective's launches is NCCL's known deadlock, hence PyTorch's
+  // cuda_free_mutex; a 4-process PyTorch run hung so here). Bounded, as a collective call must
+  // return without its peers: after BRAID_SERVED_WAIT seconds (default 5) it returns anyway.
+  static const double limit = env::getDouble("BRAID_SERVED_WAIT", 5.0);
+  const Deadline deadline = deadlineIn(limit);
+  std::unique_lock<std::mutex> lock(ticketsMutex_);
+  while (int32_t(coveredUpTo_ - id) < 0 && !comm_->abortFlag.load() && comm_->state.load() != ncclComm::State::Failed) {
+    if (Clock::now() > deadline) {
+      if (!saidSlow_.exchange(true))
+        BRAID_INFO(kColl | kP2p, "served: rank %d: a call's served ranks did not issue their side within %.1f s "
+                   "(BRAID_SERVED_WAIT); it returns without waiting for them", rank_, limit);
+      break;
+    }
+    ticketsCovered_.wait_for(lock, std::chrono::milliseconds(1));
+  }
+}
+
+// Whether every served rank's side of the leader's launch `t` is enqueued: for a collective, each
+// rank's post of that number; for sends and receives, as many between the two. A rank that is
+// gone counts as done (its abort follows).
+const ServedLeader::Member* ServedLeader::member(int rank) const {
+  const Member* found = nullptr;
+  for (const auto& x : members_)
+    if (x->rank == rank && (found == nullptr || x->open)) found = x.get();
+  return found;
+}
+
+bool ServedLeader::covered(const Ticket& t) const {
+  const ServedPlan& plan = comm_->served->plan;
+  for (size_t r = 0; r < plan.leaderOf.size(); ++r) {
+    if (int(r) == rank_ || plan.leaderOf[r] != rank_) continue;
+    const bool p2p = r < t.sentTo.size() && (t.sentTo[r] > 0 || t.recvdFrom[r] > 0);
+    if (t.collSeq == 0 && !p2p) continue;
+    const Member* m = member(int(r));
+    if (m == nullptr) return false;  // not connected yet: its first device call is still to come
+    if (!m->open) continue;
+    if (m->ranColl < t.collSeq) return false;
+    const PeerCounts& c = m->ranCounts[size_t(rank_)];
+    if (p2p && (c.recvsFrom < t.sentTo[r] || c.sendsTo < t.recvdFrom[r])) return false;
+  }
+  return true;
+}
+
+void ServedLeader::releaseTickets() {
+  std::lock_guard<std::mutex> lock(ticketsMutex_);
+  bool any = false;
+  while (!tickets_.empty() && covered(tickets_.front())) {
+    coveredUpTo_ = tickets_.front().id;
+    tickets_.pop_front();
+    any = true;
+  }
+  if (any) ticketsCovered_.notify_all();
+}
+
+// Whether the leader rank has issued its side of a waiting post (ServedGate).
+bool ServedLeader::leaderSideIssued(const Member& m, const Member::Waiting& w) const {
+  const PeerCounts& c = w.counts[size_t(rank_)];
+  return w.collSeq <= leaderColl_.load() && c.sendsTo <= recvdFrom_[size_t(m.rank)].load() &&
+         c.recvsFrom <= sentTo_[size_t(m.rank)].load();
+}
+
+// Whether the other served ranks' posts, those enqueued and the first take[i] waiting of member
+// i, hold the other side of everything `w` exchanges with them: the same collective, as many
+// sends and receives.
+bool ServedLeader::peersCover(const Member& m, const Member::Waiting& w, const std::vector<size_t>& take) const {
+  for (size_t i = 0; i < members_.size(); ++i) {
+    const Member& b = *members_[i];
+    if (&b == &m || !b.open) continue;  // a rank that is gone: its abort follows
+    const uint64_t collSeq = take[i] > 0 ? b.waiting[take[i] - 1].collSeq : b.ranColl;
+    const PeerCounts& theirs = take[i] > 0 ? b.waiting[take[i] - 1].counts[size_t(m.rank)] : b.ranCounts[size_t(m.rank)];
+    const PeerCounts& mine = w.counts[size_t(b.rank)];
+    if (w.collSeq > collSeq || mine.sendsTo > theirs.recvsFrom || mine.recvsFrom > theirs.sendsTo) return false;
+  }
+  // Ranks not connected yet have posted nothing: a collective needs them.
+  for (size_t r = 0; r < w.counts.size(); ++r) {
+    if (int(r) == rank_ || int(r) == m.rank || comm_->served->plan.leaderOf[r] != rank_ || member(int(r)) != nullptr) continue;
+    if (w.collSeq > 0 || w.counts[r].sendsTo > 0 || w.counts[r].recvsFrom > 0) return false;
+  }
+  return true;
+}
+
+// Enqueues the served ranks' waiting posts that may run now, together. A served rank's kernel
+// runs in this process's context, so a kernel that waits (directly, or through another served
+// rank's kernel) for work the leader rank has not issued could hold up the leader rank's next
+// cudaFree or device synchronisation for ever (a 4-process send/recv ring hung so on the H200).
+// So a post runs only when the leader rank's side of it is issued and every served peer's side
+// has arrived and may run too: the largest such set of each rank's oldest posts, found by
+// dropping, rank by rank, the newest post whose peers do not cover it until nothing changes.
+void ServedLeader::launchReady() {
+  for (;;) {
+    std::vector<size_t> take(members_.size(), 0);
+    for (size_t i = 0; i < members_.size(); ++i) {
+      const Member& m = *members_[i];
+      if (!m.open) continue;
+      while (take[i] < m.waiting.size() && leaderSideIssued(m, m.waiting[take[i]])) ++take[i];
+      if (take[i] < m.waiting.size() && !m.saidHeld) {
+        const Member::Waiting& w = m.waiting[take[i]];
+        BRAID_INFO(kP2p, "served: rank %d: rank %d's post for call #%llu waits for this rank's side (issued: call #%llu)",
+                   rank_, m.rank, (unsigned long long)w.collSeq, (unsigned long long)leaderColl_.load());
+        members_[i]->saidHeld = true;
+      }
+    }
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t i = 0; i < members_.size(); ++i)
+        while (take[i] > 0 && !peersCover(*members_[i], members_[i]->waiting[take[i] - 1], take)) {
+          --take[i];
+          changed = true;
+        }
+    }
+    bool any = false;
+    for (size_t i = 0; i < members_.size(); ++i) {
+      Member& m = *members_[i];
+      for (size_t k = 0; k < take[i]; ++k) {
+        Member::Waiting& w = m.waiting.front();
+        post(m, w.frame);
+        m.ranColl = std::max(m.ranColl, w.collSeq);
+        m.ranCounts = std::move(w.counts);
+        m.saidHeld = false;
+        m.waiting.pop_front();
+        any = true;
+      }
+    }
+    if (!any) return;
+  }
+}
+
+void ServedLeader::post(Member& m, const std::vector<unsigned char>& frame) {
+  Reader in(frame);
+  PostHeader h{};
+  std::string why;
+  std::vector<PeerCounts> counts(size_t(comm_->nRanks));
+  const bool parsed = in.get(&h) && h.nPeers == counts.size() && in.bytes(counts.data(), counts.size() * sizeof(PeerCounts));
+  ncclResult_t rc = parsed ? enqueue(m, in, h, &why) : (why = "a truncated post", ncclInternalError);
+  if (rc == ncclSuccess) return;
+  // The served rank's stream waits for `done`: never leave it waiting. Its next call sees the error.
+  BRAID_WARN("served: rank %d: the work rank %d posted (call %u) cannot run: %s", rank_, m.rank, h.seq, why.c_str());
+  m.page->host()->error = kernels::kDeviceBadWork;
+  if (h.seq != 0) {
+    m.lastSeq = h.seq;
+    if (transport::streamWrite(m.stream, &m.page->device()->done, h.seq) != cudaSuccess) {
+      (void)cudaGetLastError();
+      m.page->host()->done = h.seq;
+    }
+  }
+}
+
+ncclResult_t ServedLeader::enqueue(Member& m, Reader& in, const PostHeader& h, std::string* why) {
+  if (h.magic != kMagic || h.seq == 0 || h.nScratch > kMostScratch || h.protocol >= algo::kNumProtocols)
+    return *why = "a malformed post", ncclInternalError;
+  m.lastSeq = h.seq;
+  DeviceScope scope(cudaDev_);
+  auto cudaWhy = [&](const char* what, cudaError_t e) {
+    (void)cudaGetLastError();
+    *why = std::string(what) + ": " + cudaGetErrorString(e);
+    return ncclUnhandledCudaError;
+  };
+  // Parse and map everything before the stream gets any of it.
+  std::vector<uint64_t> scratchBytes(h.nScratch);
+  for (uint64_t& b : scratchBytes)
+    if (!in.get(&b)) return *why = "a truncated post", ncclInternalError;
+  std::vector<void*> scratch(h.nScratch, nullptr);
+  auto resolve = [&](const WireRef& r, void** out) -> ncclResult_t {
+    if (r.scratch != 0) {
+      if (r.scratch > scratch.size()) return *why = "a scratch buffer that was not asked for", ncclInternalError;
+      *out = scratchToken(r.scratch - 1);  // replaced below, once allocated
+      return ncclSuccess;
+    }
+    return imports_->resolve(r.ipc, out, why);
+  };
+  std::vector<WireCopy> copies(h.nCopies);
+  std::vector<std::pair<void*, const void*>> copyPtrs(h.nCopies);
+  for (uint32_t i = 0; i < h.nCopies; ++i) {
+    if (!in.get(&copies[i])) return *why = "a truncated post", ncclInternalError;
+    void *d = nullptr, *s = nullptr;
+    BRAID_CHECK(resolve(copies[i].dst, &d));
+    BRAID_CHECK(resolve(copies[i].src, &s));
+    copyPtrs[i] = {d, s};
+  }
+  kernels::PackedLaunch packed;
+  packed.protocol = algo::Protocol(h.protocol);
+  packed.slotBytes = h.slotBytes;
+  packed.nSlots = h.nSlots;
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> scratchAt(h.nKernels);  // (offset, scratch index)
+  for (uint32_t k = 0; k < h.nKernels; ++k) {
+    KernelHeader kh{};
+    if (!in.get(&kh) || kh.type >= uint32_t(kernels::kNumElemTypes)) return *why = "a truncated post", ncclInternalError;
+    kernels::PackedKernel& pk = packed.kernels.emplace_back();
+    pk.type = kernels::ElemType(kh.type);
+    pk.nBlocks = kh.nBlocks;
+    pk.index = kh.index;
+    pk.blob.resize(kh.blobBytes);
+    if (!in.bytes(pk.blob.data(), kh.blobBytes)) return *why = "a truncated post", ncclInternalError;
+    for (uint32_t i = 0; i < kh.nPointers; ++i) {
+      WirePointer wp{};
+      if (!in.get(&wp) || size_t(wp.offset) + sizeof(void*) > pk.blob.size()) return *why = "a bad pointer offset", ncclInternalError;
+      void* p = nullptr;
+      BRAID_CHECK(resolve(wp.ref, &p));
+      if (wp.ref.scratch != 0) scratchAt[k].push_back({wp.offset, wp.ref.scratch - 1});
+      std::memcpy(pk.blob.data() + wp.offset, &p, sizeof(p));
+    }
+  }
+  if (!in.done()) return *why = "a post longer than it says", ncclInternalError;
+
+  transport::ServedWords* words = m.page->device();
+  if (cudaError_t e = transport::streamWaitAtLeast(m.stream, &words->ready, h.seq); e != cudaSuccess)
+    return cudaWhy("cuStreamWaitValue32 (ready)", e);
+  for (size_t i = 0; i < scratch.size(); ++i)
+    if (cudaError_t e = cudaMallocFromPoolAsync(&scratch[i], scratchBytes[i], pool_, m.stream); e != cudaSuccess)
+      return cudaWhy("scratch for a staged input", e);
+  auto real = [&](void* p) {
+    const uintptr_t v = reinterpret_cast<uintptr_t>(p);
+    return v >= kScratchTokenBase && v < kScratchTokenBase + 16 * scratch.size() ? scratch[(v - kScratchTokenBase) / 16] : p;
+  };
+  ncclResult_t rc = ncclSuccess;
+  for (uint32_t i = 0; i < h.nCopies && rc == ncclSuccess; ++i)
+    if (cudaError_t e = cudaMemcpyAsync(real(copyPtrs[i].first), real(const_cast<void*>(copyPtrs[i].second)),
+                                        copies[i].bytes, cudaMemcpyDeviceToDevice, m.stream);
+        e != cudaSuccess)
+      rc = cudaWhy("cudaMemcpyAsync", e);
+  for (uint32_t k = 0; k < h.nKernels && rc == ncclSuccess; ++k)
+    for (auto [offset, index] : scratchAt[k]) std::memcpy(packed.kernels[k].blob.data() + offset, &scratch[index], sizeof(void*));
+  if (rc == ncclSuccess) {
+    kernels::Launch context;
+    context.cudaDev = cudaDev_;
+    context.stream = m.stream;
+    context.abortFlag = &words->abort;
+    context.errorOut = &words->error;
+    context.threadsPerBlock = h.threadsPerBlock;
+    context.peersOnThisGpu = h.peersOnThisGpu != 0;
+    context.slicesPerStep = h.slicesPerStep;
+    context.workCache = workCache_.get();
+    if (kernels::enqueuePacked(context, packed) != ncclSuccess) {
+      *why = lastError();
+      rc = ncclInternalError;
+    }
+  }
+  for (void* p : scratch)
+    if (p != nullptr && cudaFreeAsync(p, m.stream) != cudaSuccess) (void)cudaGetLastError();
+  if (rc != ncclSuccess) return rc;
+  if (cudaError_t e = transport::streamWrite(m.stream, &words->done, h.seq); e != cudaSuccess)
+    return cudaWhy("cuStreamWriteValue32 (done)", e);
+  return ncclSuccess;
+}
+
+// Mappings of buffers the served ranks freed are closed only while no kernel of this
+// communicator runs in this context and none can be launched meanwhile (servedLaunchMutex).
+void ServedLeader::closeRetiredWhenIdle() {
+  if (!imports_->anyRetired()) return;
+  std::lock_guard<std::mutex> lock(servedLaunchMutex(cudaDev_));
+  DeviceScope scope(cudaDev_);
+  for (auto& m : members_) {
+    if (m->stream == nullptr) continue;
+    cudaError_t e = cudaStreamQuery(m->stream);
+    if (e == cudaErrorNotReady) return;
+    if (e != cudaSuccess) (void)cudaGetLastError();
+  }
+  if (!comm_->calls.idle()) return;
+  imports_->closeRetired();
+}
+
+// Lets the stream of an aborted or vanished served rank run out: its kernels return at the abort
+// word, its wait for `ready` is released from here (the served rank's stream may still write an
+// older value, so the write repeats). False when it did not drain in time.
+bool ServedLeader::drain(Member& m) {
+  if (m.stream == nullptr) return true;
+  DeviceScope scope(cudaDev_);
+  const Deadline deadline = deadlineIn(kDrainSeconds);
+  for (;;) {
+    cudaError_t e = cudaStreamQuery(m.stream);
+    if (e != cudaErrorNotReady) {
+      if (e != cudaSuccess) (void)cudaGetLastError();
+      m.page->host()->done = m.page->host()->posted;  // the last word on `done`: stream writes are over
+      return true;
+    }
+    if (Clock::now() > deadline) return false;
+    m.page->host()->abort = 1;
+    m.page->host()->ready = m.lastSeq;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+void ServedLeader::gone(Member& m, const std::string& why) {
+  if (!m.open) return;
+  releaseLeader();  // the leader's launches need not wait for this rank's side any more
+  BRAID_WARN("served: rank %d: lost the connection of rank %d, whose GPU work it runs (%s); that work is aborted", rank_,
+             m.rank, why.c_str());
+  m.open = false;
+  open_.fetch_sub(1);
+  m.page->host()->abort = 1;
+  m.page->host()->ready = m.lastSeq;
+}
+
+void ServedLeader::stop(bool abort) {
+  if (stopped_) return;
+  stopped_ = true;
+  if (!abort) {
+    const Deadline deadline = deadlineIn(kByeWaitSeconds);
+    while (open_.load() > 0 && Clock::now() < deadline && !comm_->abortFlag.load())
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (open_.load() > 0)
+      BRAID_WARN("served: rank %d: %d rank(s) whose GPU work this process runs did not destroy their communicator within "
+                 "%.0f s of this one; their work is aborted",
+                 rank_, open_.load(), kByeWaitSeconds);
+  }
+  stop_.store(true);
+  if (thread_.joinable()) thread_.join();
+  releaseLeader();
+  DeviceScope scope(cudaDev_);
+  bool leak = false;
+  for (auto& m : members_) {
+    if (m->open || abort) m->page->host()->abort = 1;
+    if (!drain(*m)) {
+      BRAID_WARN("served: rank %d: the stream that runs rank %d's GPU work did not stop within %.0f s; it is left as is",
+                 rank_, m->rank, kDrainSeconds);
+      leak = true;
+      continue;
+    }
+    if (cudaStreamDestroy(m->stream) != cudaSuccess) (void)cudaGetLastError();
+    if (m->fd >= 0) (void)::close(m->fd);
+  }
+  if (leak) {  // kernels may still read the mappings: keep them (and the pages) rather than fault
+    (void)imports_.release();
+    for (auto& m : members_) (void)m->page.release();
+  } else {
+    members_.clear();
+    imports_.reset();
+    workCache_.reset();
+    if (pool_ != nullptr) (void)cudaMemPoolDestroy(pool_);
+    pool_ = nullptr;
+  }
+  if (listenFd_ >= 0) (void)::close(listenFd_);
+  listenFd_ = -1;
+  if (wakeFd_ >= 0) (void)::close(wakeFd_);
+  wakeFd_ = -1;
+}
+
+
+}  // namespace braid::api

@@ -1,0 +1,101 @@
+// The leader's server (served.h): one thread that accepts the ranks this process serves, maps
+// their buffers, and runs their posted work on a stream per rank, in sets that never leave a
+// kernel waiting for one not yet enqueued.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/served.h"
+#include "api/served_wire.h"
+#include "kernels/work_cache.h"
+#include "transport/ipc_refs.h"
+#include "transport/served_link.h"
+
+namespace braid::api {
+
+// The leader's server: one thread, one stream per served rank.
+
+class ServedLeader {
+ public:
+  static ncclResult_t start(ncclComm* comm, const std::string& name, std::unique_ptr<ServedLeader>* out);
+  ~ServedLeader() { stop(true); }
+  void stop(bool abort);
+  void leaderLaunched(const std::vector<ServedGate>& perRank);
+  void releaseLeader();
+
+ private:
+  struct Member {
+    int fd = -1;
+    int rank = -1;
+    std::unique_ptr<transport::ServedPage> page;
+    cudaStream_t stream = nullptr;
+    uint32_t lastSeq = 0;
+    bool open = false;  // said hello, not goodbye, not gone
+    struct Waiting {
+      std::vector<unsigned char> frame;
+      uint64_t collSeq = 0;
+      std::vector<PeerCounts> counts;  // by rank, so far (PostHeader)
+    };
+    std::deque<Waiting> waiting;       // arrived, not enqueued yet
+    bool saidHeld = false;             // the first waiting post was logged
+    uint64_t ranColl = 0;              // the last post enqueued: its collective, its counts
+    std::vector<PeerCounts> ranCounts;
+  };
+  // A launch of the leader rank, whose stream waits at `go` until the served ranks' side of it
+  // is enqueued: the leader's totals after it (ServedGate).
+  struct Ticket {
+    uint32_t id = 0;
+    uint64_t collSeq = 0;
+    std::vector<uint64_t> sentTo, recvdFrom;
+  };
+
+  explicit ServedLeader(ncclComm* comm)
+      : comm_(comm), rank_(comm->rank), cudaDev_(comm->cudaDev), sentTo_(size_t(comm->nRanks)), recvdFrom_(size_t(comm->nRanks)) {}
+  void launchReady();
+  bool leaderSideIssued(const Member& m, const Member::Waiting& w) const;
+  bool peersCover(const Member& m, const Member::Waiting& w, const std::vector<size_t>& take) const;
+  bool covered(const Ticket& t) const;
+  const Member* member(int rank) const;
+  void releaseTickets();
+  void serve();
+  void accept();
+  bool hello(Member& m, const std::vector<unsigned char>& frame, std::string* why);
+  void post(Member& m, const std::vector<unsigned char>& frame);
+  ncclResult_t enqueue(Member& m, served_wire::Reader& in, const served_wire::PostHeader& h, std::string* why);
+  void gone(Member& m, const std::string& why);
+  bool drain(Member& m);
+  void closeRetiredWhenIdle();
+
+  ncclComm* comm_;
+  int rank_;
+  int cudaDev_;
+  int listenFd_ = -1;
+  std::vector<std::unique_ptr<Member>> members_;  // the server thread's, until it is joined
+  std::atomic<int> open_{0};
+  std::atomic<bool> stop_{false};
+  bool stopped_ = false;
+  std::thread thread_;
+  std::unique_ptr<transport::IpcImports> imports_;
+  std::unique_ptr<kernels::WorkCache> workCache_;
+  cudaMemPool_t pool_ = nullptr;
+  // The leader rank's launches so far (ServedGate), and the eventfd that wakes the server.
+  std::atomic<uint64_t> leaderColl_{0};
+  std::vector<std::atomic<uint64_t>> sentTo_, recvdFrom_;
+  int wakeFd_ = -1;
+  std::mutex ticketsMutex_;
+  std::condition_variable ticketsCovered_;
+  uint32_t lastTicket_ = 0;
+  uint32_t coveredUpTo_ = 0;  // the last ticket whose served side is enqueued (or released)
+  std::deque<Ticket> tickets_;
+  std::atomic<bool> saidSlow_{false};
+};
+
+}  // namespace braid::api
