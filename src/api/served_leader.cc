@@ -157,6 +157,11 @@ void ServedLeader::leaderLaunched(const std::vector<ServedGate>& perRank) {
   uint64_t seen = leaderColl_.load();
   while (collSeq > seen && !leaderColl_.compare_exchange_weak(seen, collSeq)) {
   }
+  bool withServed = collSeq > 0;  // every rank takes part in a collective
+  for (size_t r = 0; r < perRank.size(); ++r)
+    withServed = withServed || (comm_->served->plan.leaderOf[r] == rank_ && int(r) != rank_ &&
+                                (perRank[r].sends > 0 || perRank[r].recvs > 0));
+  if (!withServed) return;  // nothing of it runs here, and nothing here waits for it
   uint32_t id = 0;
   {
     std::lock_guard<std::mutex> lock(ticketsMutex_);
@@ -506,6 +511,5 @@ void ServedLeader::stop(bool abort) {
   if (wakeFd_ >= 0) (void)::close(wakeFd_);
   wakeFd_ = -1;
 }
-
 
 }  // namespace braid::api

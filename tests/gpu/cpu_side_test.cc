@@ -235,16 +235,21 @@ struct PlannedLaunch {
   }
 };
 
-TEST(PackLaunch, BlobReadsBackAsTheScheduleSays) {
+// A ring all-reduce's plan for one rank, steps of at most 4096 elements.
+algo::RankPlan ringAllReducePlan(int nRanks, int rank, uint64_t count, int nChannels) {
   algo::CollArgs a;
   a.coll = algo::Coll::AllReduce;
-  a.nRanks = 4;
-  a.rank = 1;
-  a.count = 100003;
-  a.nChannels = 5;
+  a.nRanks = nRanks;
+  a.rank = rank;
+  a.count = count;
+  a.nChannels = nChannels;
   a.alignElems = 4;
   a.maxStepElems = 4096;
-  const algo::RankPlan plan = algo::findAlgorithm("ring")->build(a);
+  return algo::findAlgorithm("ring")->build(a);
+}
+
+TEST(PackLaunch, BlobReadsBackAsTheScheduleSays) {
+  const algo::RankPlan plan = ringAllReducePlan(4, 1, 100003, 5);
   static PlannedLaunch pl;
   pl = PlannedLaunch{};
   static float in[4], out[4];
@@ -324,15 +329,7 @@ TEST(PackLaunch, BlobReadsBackAsTheScheduleSays) {
 // leader rewrites exactly these (src/api/served.h), so a pointer missed is followed in the wrong
 // process, and a non-pointer rewritten is corrupted work.
 TEST(PackLaunch, PointerOffsetsNameEveryDevicePointer) {
-  algo::CollArgs a;
-  a.coll = algo::Coll::AllReduce;
-  a.nRanks = 3;
-  a.rank = 2;
-  a.count = 5000;
-  a.nChannels = 2;
-  a.alignElems = 4;
-  a.maxStepElems = 4096;
-  const algo::RankPlan plan = algo::findAlgorithm("ring")->build(a);
+  const algo::RankPlan plan = ringAllReducePlan(3, 2, 5000, 2);
   static PlannedLaunch pl;
   pl = PlannedLaunch{};
   static float in[4], out[4], scalar[1];
