@@ -17,6 +17,13 @@
 // (BRAID_SERVED=1 serves under MPS too, to compare). Ranks in the leader's own process (threads)
 // run their kernels themselves: they share its context. CUDA graph capture is refused on such a
 // communicator (the leader would have to replay the served ranks' work with their graphs).
+//
+// The hazard this design lives with: every served kernel runs in the leader's context, so a call
+// there that waits for the device (cudaFree, a synchronous copy, a lazily loaded module) waits
+// for them. The server keeps every kernel's peers enqueued with it (whole sets, ServedGate), and
+// the leader rank's call returns only once the served side of it is enqueued; what is left is a
+// set of send/recv among served ranks alone, launched while the leader's process makes such a
+// call — it can still hang, as NCCL's own launches could around a cudaFree.
 #pragma once
 #include <cuda_runtime_api.h>
 
