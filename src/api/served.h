@@ -35,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/served_schedule.h"  // PeerCounts
 #include "core/comm.h"
 #include "kernels/executor.h"
 #include "transport/served_link.h"
@@ -63,10 +64,6 @@ struct ServedGate {
   uint64_t collSeq = 0;  // the launch's last collective number (0: none)
   uint64_t sends = 0;    // send/recv ops with the other rank (served rank: the leader; leader: that rank)
   uint64_t recvs = 0;
-};
-
-struct PeerCounts {
-  uint64_t sendsTo = 0, recvsFrom = 0;
 };
 
 // What a communicator keeps: the plan, and the server when this rank leads.

@@ -81,10 +81,10 @@ void ServedLeader::serve() {
         PostHeader h{};
         Member::Waiting w;
         if (frame.size() >= sizeof(h)) std::memcpy(&h, frame.data(), sizeof(h));
-        w.collSeq = h.collSeq;
-        w.counts.resize(size_t(comm_->nRanks));
-        if (h.nPeers == uint32_t(comm_->nRanks) && frame.size() >= sizeof(h) + w.counts.size() * sizeof(PeerCounts))
-          std::memcpy(w.counts.data(), frame.data() + sizeof(h), w.counts.size() * sizeof(PeerCounts));
+        w.gate.collSeq = h.collSeq;
+        w.gate.counts.resize(size_t(comm_->nRanks));
+        if (h.nPeers == uint32_t(comm_->nRanks) && frame.size() >= sizeof(h) + w.gate.counts.size() * sizeof(PeerCounts))
+          std::memcpy(w.gate.counts.data(), frame.data() + sizeof(h), w.gate.counts.size() * sizeof(PeerCounts));
         w.frame = std::move(frame);
         m.waiting.push_back(std::move(w));
         launchReady();
@@ -125,7 +125,7 @@ bool ServedLeader::hello(Member& m, const std::vector<unsigned char>& frame, std
   for (auto& other : members_)
     if (other->rank == h.rank && other->open) return *why = "rank " + std::to_string(h.rank) + " connected twice", false;
   m.rank = h.rank;
-  m.ranCounts.assign(size_t(comm_->nRanks), PeerCounts{0, 0});
+  m.enqueued.counts.assign(size_t(comm_->nRanks), PeerCounts{0, 0});
   DeviceScope scope(cudaDev_);
   if (transport::ServedPage::open(rank_, h.page, &m.page) != ncclSuccess) return *why = lastError(), false;
   if (cudaError_t e = cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking); e != cudaSuccess) {
@@ -211,8 +211,8 @@ bool ServedLeader::covered(const Ticket& t) const {
     const Member* m = member(int(r));
     if (m == nullptr) return false;  // not connected yet: its first device call is still to come
     if (!m->open) continue;
-    if (m->ranColl < t.collSeq) return false;
-    const PeerCounts& c = m->ranCounts[size_t(rank_)];
+    if (m->enqueued.collSeq < t.collSeq) return false;
+    const PeerCounts& c = m->enqueued.counts[size_t(rank_)];
     if (p2p && (c.recvsFrom < t.sentTo[r] || c.sendsTo < t.recvdFrom[r])) return false;
   }
   return true;
@@ -229,73 +229,41 @@ void ServedLeader::releaseTickets() {
   if (any) ticketsCovered_.notify_all();
 }
 
-// Whether the leader rank has issued its side of a waiting post (ServedGate).
-bool ServedLeader::leaderSideIssued(const Member& m, const Member::Waiting& w) const {
-  const PeerCounts& c = w.counts[size_t(rank_)];
-  return w.collSeq <= leaderColl_.load() && c.sendsTo <= recvdFrom_[size_t(m.rank)].load() &&
-         c.recvsFrom <= sentTo_[size_t(m.rank)].load();
-}
-
-// Whether the other served ranks' posts, those enqueued and the first take[i] waiting of member
-// i, hold the other side of everything `w` exchanges with them: the same collective, as many
-// sends and receives.
-bool ServedLeader::peersCover(const Member& m, const Member::Waiting& w, const std::vector<size_t>& take) const {
-  for (size_t i = 0; i < members_.size(); ++i) {
-    const Member& b = *members_[i];
-    if (&b == &m || !b.open) continue;  // a rank that is gone: its abort follows
-    const uint64_t collSeq = take[i] > 0 ? b.waiting[take[i] - 1].collSeq : b.ranColl;
-    const PeerCounts& theirs = take[i] > 0 ? b.waiting[take[i] - 1].counts[size_t(m.rank)] : b.ranCounts[size_t(m.rank)];
-    const PeerCounts& mine = w.counts[size_t(b.rank)];
-    if (w.collSeq > collSeq || mine.sendsTo > theirs.recvsFrom || mine.recvsFrom > theirs.sendsTo) return false;
-  }
-  // Ranks not connected yet have posted nothing: a collective needs them.
-  for (size_t r = 0; r < w.counts.size(); ++r) {
-    if (int(r) == rank_ || int(r) == m.rank || comm_->served->plan.leaderOf[r] != rank_ || member(int(r)) != nullptr) continue;
-    if (w.collSeq > 0 || w.counts[r].sendsTo > 0 || w.counts[r].recvsFrom > 0) return false;
-  }
-  return true;
-}
-
-// Enqueues the served ranks' waiting posts that may run now, together. A served rank's kernel
-// runs in this process's context, so a kernel that waits (directly, or through another served
-// rank's kernel) for work the leader rank has not issued could hold up the leader rank's next
-// cudaFree or device synchronisation for ever (a 4-process send/recv ring hung so on the H200).
-// So a post runs only when the leader rank's side of it is issued and every served peer's side
-// has arrived and may run too: the largest such set of each rank's oldest posts, found by
-// dropping, rank by rank, the newest post whose peers do not cover it until nothing changes.
+// Enqueues the served ranks' waiting posts that may run now, together (served_schedule.h says
+// which and why), until none is left that may.
 void ServedLeader::launchReady() {
   for (;;) {
-    std::vector<size_t> take(members_.size(), 0);
+    LeaderIssued leader;
+    leader.rank = rank_;
+    leader.collSeq = leaderColl_.load();
+    for (size_t r = 0; r < sentTo_.size(); ++r) {
+      leader.sentTo.push_back(sentTo_[r].load());
+      leader.recvdFrom.push_back(recvdFrom_[r].load());
+    }
+    std::vector<ServedQueueView> queues(members_.size());
     for (size_t i = 0; i < members_.size(); ++i) {
       const Member& m = *members_[i];
-      if (!m.open) continue;
-      while (take[i] < m.waiting.size() && leaderSideIssued(m, m.waiting[take[i]])) ++take[i];
-      if (take[i] < m.waiting.size() && !m.saidHeld) {
-        const Member::Waiting& w = m.waiting[take[i]];
-        BRAID_INFO(kP2p, "served: rank %d: rank %d's post for call #%llu waits for this rank's side (issued: call #%llu)",
-                   rank_, m.rank, (unsigned long long)w.collSeq, (unsigned long long)leaderColl_.load());
-        members_[i]->saidHeld = true;
-      }
+      queues[i].rank = m.rank;
+      queues[i].open = m.open;
+      queues[i].enqueued = &m.enqueued;
+      for (const Member::Waiting& w : m.waiting) queues[i].waiting.push_back(&w.gate);
     }
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (size_t i = 0; i < members_.size(); ++i)
-        while (take[i] > 0 && !peersCover(*members_[i], members_[i]->waiting[take[i] - 1], take)) {
-          --take[i];
-          changed = true;
-        }
-    }
+    const std::vector<size_t> take = runnablePosts(queues, leader, comm_->served->plan.leaderOf);
     bool any = false;
     for (size_t i = 0; i < members_.size(); ++i) {
       Member& m = *members_[i];
       for (size_t k = 0; k < take[i]; ++k) {
-        Member::Waiting& w = m.waiting.front();
-        post(m, w.frame);
-        m.ranColl = std::max(m.ranColl, w.collSeq);
-        m.ranCounts = std::move(w.counts);
+        post(m, m.waiting.front().frame);
+        m.enqueued = std::move(m.waiting.front().gate);
         m.saidHeld = false;
         m.waiting.pop_front();
         any = true;
+      }
+      if (m.open && !m.waiting.empty() && !m.saidHeld) {
+        BRAID_INFO(kP2p, "served: rank %d: rank %d's post for call #%llu waits for its peers' side (this rank issued "
+                   "call #%llu)", rank_, m.rank, (unsigned long long)m.waiting.front().gate.collSeq,
+                   (unsigned long long)leader.collSeq);
+        m.saidHeld = true;
       }
     }
     if (!any) return;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "api/served.h"
+#include "api/served_schedule.h"
 #include "api/served_wire.h"
 #include "kernels/work_cache.h"
 #include "transport/ipc_refs.h"
@@ -41,13 +42,11 @@ class ServedLeader {
     bool open = false;  // said hello, not goodbye, not gone
     struct Waiting {
       std::vector<unsigned char> frame;
-      uint64_t collSeq = 0;
-      std::vector<PeerCounts> counts;  // by rank, so far (PostHeader)
+      PostGate gate;  // its totals (PostHeader)
     };
-    std::deque<Waiting> waiting;       // arrived, not enqueued yet
-    bool saidHeld = false;             // the first waiting post was logged
-    uint64_t ranColl = 0;              // the last post enqueued: its collective, its counts
-    std::vector<PeerCounts> ranCounts;
+    std::deque<Waiting> waiting;  // arrived, not enqueued yet
+    bool saidHeld = false;        // the first waiting post was logged
+    PostGate enqueued;            // the totals of the last post enqueued
   };
   // A launch of the leader rank, whose stream waits at `go` until the served ranks' side of it
   // is enqueued: the leader's totals after it (ServedGate).
@@ -60,8 +59,6 @@ class ServedLeader {
   explicit ServedLeader(ncclComm* comm)
       : comm_(comm), rank_(comm->rank), cudaDev_(comm->cudaDev), sentTo_(size_t(comm->nRanks)), recvdFrom_(size_t(comm->nRanks)) {}
   void launchReady();
-  bool leaderSideIssued(const Member& m, const Member::Waiting& w) const;
-  bool peersCover(const Member& m, const Member::Waiting& w, const std::vector<size_t>& take) const;
   bool covered(const Ticket& t) const;
   const Member* member(int rank) const;
   void releaseTickets();
