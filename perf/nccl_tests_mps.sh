@@ -13,7 +13,11 @@
 # default "2 4"; empty: none), ALGO_RUNS (all-reduce 8 B-1 MB with PROTO/ALGO forced; default LL/direct
 # LL/twoshot Simple/direct), ARGS (nccl-tests size flags; default -b 8 -e 64M -f 2), EXTRA_ENV
 # (VAR=VALUE ... given to every rank, e.g. NCCL_MIN_CTAS=8), SUFFIX (added to the run labels),
-# NT_BIN (where nccl-tests' binaries are kept between runs; default: built in OUT_DIR, removed).
+# NT_BIN (where nccl-tests' binaries are kept between runs; default: built in OUT_DIR, removed),
+# MPS=on|off (default on: started here unless it runs; off: issue 16's served ranks, MPS must not
+# be running, and GRAPH_NPS defaults to none since capture is refused there), NCCL_HEADERS (a
+# folder holding nccl.h, nccl_device.h and nccl_device/, for a GPU machine whose CUDA toolkit has
+# none: the build then uses a CUDA_HOME overlay with them; carry the build machine's).
 set -u
 braid="$(cd "$1" && pwd)"; tools="$(cd "$2" && pwd)"; out="$3"
 mkdir -p "$out"
@@ -30,6 +34,14 @@ lib="$braid/libbraid.so"
 
 nt="${NT_BIN:-$out/.bin}"  # NT_BIN: a folder of nccl-tests binaries to reuse (built there if absent)
 if [ ! -x "$nt/all_reduce_perf" ]; then
+  cuda_home=${CUDA_HOME:-/usr/local/cuda}
+  if [ ! -f "$cuda_home/include/nccl.h" ] && [ -n "${NCCL_HEADERS:-}" ]; then  # the toolkit has no NCCL headers
+    overlay="$out/.cuda_home"; mkdir -p "$overlay/include"
+    for x in "$cuda_home"/*; do [ "$(basename "$x")" = include ] || ln -sfn "$x" "$overlay/"; done
+    ln -sf "$cuda_home"/include/* "$overlay/include/"
+    cp -r "$NCCL_HEADERS"/nccl* "$overlay/include/"
+    export CUDA_HOME="$overlay"
+  fi
   if ! bash "$tools/tools/nccl-tests.sh" "$nt" mpi > "$out/build.log" 2>&1; then
     echo "nccl-tests build failed:"; tail -20 "$out/build.log"; exit 1
   fi
@@ -38,11 +50,16 @@ fi
 
 # MPS for the processes sharing GPU 0 (started here unless it runs already; stopped at the end).
 mps_started=0
-if ! pgrep -x nvidia-cuda-mps-control >/dev/null 2>&1; then
+if [ "${MPS:-on}" = off ]; then
+  if pgrep -f nvidia-cuda-mps-control >/dev/null 2>&1; then
+    echo "nccl_tests_mps.sh: MPS=off, but MPS runs here; stop it first (echo quit | nvidia-cuda-mps-control)" >&2; exit 2
+  fi
+  GRAPH_NPS=${GRAPH_NPS-}
+elif ! pgrep -f nvidia-cuda-mps-control >/dev/null 2>&1; then
   nvidia-cuda-mps-control -d && mps_started=1 && sleep 1
 fi
 trap '[ $mps_started = 1 ] && echo quit | nvidia-cuda-mps-control' EXIT
-echo "MPS: $(pgrep -x nvidia-cuda-mps-control >/dev/null && echo running || echo NOT running)"
+echo "MPS: $(pgrep -f nvidia-cuda-mps-control >/dev/null && echo running || echo NOT running)"
 
 # One run: LABEL NP PRELOAD(0/1) PROTO BINARY EXTRA-ARGS...
 run() {

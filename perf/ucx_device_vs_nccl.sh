@@ -42,11 +42,11 @@ if [ ! -x "$nt/all_reduce_perf" ]; then
 fi
 
 mps_started=0
-if ! pgrep -x nvidia-cuda-mps-control >/dev/null 2>&1; then
+if ! pgrep -f nvidia-cuda-mps-control >/dev/null 2>&1; then
   nvidia-cuda-mps-control -d && mps_started=1 && sleep 1
 fi
 trap '[ $mps_started = 1 ] && echo quit | nvidia-cuda-mps-control' EXIT
-echo "MPS: $(pgrep -x nvidia-cuda-mps-control >/dev/null && echo running || echo NOT running)" | tee -a "$summary"
+echo "MPS: $(pgrep -f nvidia-cuda-mps-control >/dev/null && echo running || echo NOT running)" | tee -a "$summary"
 command -v ucx_info >/dev/null 2>&1 && { ucx_info -v | head -2; ucx_info -d | grep -E "Transport:" | sort | uniq -c; } >> "$summary"
 
 # One run: LABEL NP PER braid|nccl
