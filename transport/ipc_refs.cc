@@ -37,8 +37,8 @@ std::map<uintptr_t, OwnHandle>& ownHandles() {  // this process's allocations, b
 
 }  // namespace
 
-void noteImported(void* localBase, size_t bytes, int64_t ownerPid, uint64_t ownerHost, uint64_t ownerBase,
-                  uint64_t bufferId, const cudaIpcMemHandle_t& handle) {
+void noteShared(void* localBase, size_t bytes, int64_t ownerPid, uint64_t ownerHost, uint64_t ownerBase,
+                uint64_t bufferId, const cudaIpcMemHandle_t& handle) {
   ImportedRegion r{bytes, {}};
   r.ref.ownerPid = ownerPid;
   r.ref.ownerHost = ownerHost;
@@ -49,7 +49,7 @@ void noteImported(void* localBase, size_t bytes, int64_t ownerPid, uint64_t owne
   imported()[reinterpret_cast<uintptr_t>(localBase)] = r;
 }
 
-void forgetImported(void* localBase) {
+void forgetShared(void* localBase) {
   std::lock_guard<std::mutex> lock(registryMutex());
   imported().erase(reinterpret_cast<uintptr_t>(localBase));
 }

@@ -29,13 +29,14 @@ struct IpcRef {
   cudaIpcMemHandle_t handle{};
 };
 
-// Allocations this process mapped from other processes (the P2P transport's FIFO regions of
-// peers), so that a pointer into them can be described by their owner's handle.
-void noteImported(void* localBase, size_t bytes, int64_t ownerPid, uint64_t ownerHost, uint64_t ownerBase,
-                  uint64_t bufferId, const cudaIpcMemHandle_t& handle);
-void forgetImported(void* localBase);
+// Allocations the P2P transport shares by CUDA IPC, its own FIFO regions and those it mapped
+// from peers, so that a pointer into them is described by a lookup (their owner's handle), not by
+// two driver calls per pointer per post.
+void noteShared(void* localBase, size_t bytes, int64_t ownerPid, uint64_t ownerHost, uint64_t ownerBase,
+                uint64_t bufferId, const cudaIpcMemHandle_t& handle);
+void forgetShared(void* localBase);
 
-// Describes `p` (of this process, `pid` on host `host`): an allocation imported above, or one
+// Describes `p` (of this process, `pid` on host `host`): an allocation noted above, or one
 // of this process's own cudaMalloc allocations (its handle cached by buffer id). `what` names
 // the pointer in the error.
 ncclResult_t describePointer(const void* p, int64_t pid, uint64_t host, const char* what, IpcRef* out);

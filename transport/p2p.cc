@@ -161,7 +161,7 @@ ncclResult_t importRegion(int me, int p, const P2pPeerInfo& self, const P2pPeerI
   if (e != cudaSuccess) return cudaFail(me, "cudaIpcOpenMemHandle", e);
   out->ipc = mapped;
   out->base = static_cast<char*>(mapped);
-  noteImported(mapped, h.bytes, h.pid, h.hostHash, h.base, h.bufferId, h.handle);  // a leader may map it too (ipc_refs.h)
+  noteShared(mapped, h.bytes, h.pid, h.hostHash, h.base, h.bufferId, h.handle);  // a leader may map it too (ipc_refs.h)
   return ncclSuccess;
 }
 
@@ -321,6 +321,7 @@ ncclResult_t P2pTransport::connect(Bootstrap& boot, const std::vector<P2pPeerInf
     e = allocationOf(t->region_, &a);
     if (e != cudaSuccess) return cudaFail(me, "the FIFO region's buffer id", e);
     header.bufferId = a.bufferId;
+    noteShared(t->region_, t->regionBytes_, self.pid, self.hostHash, header.base, a.bufferId, header.handle);
   }
   // Per peer, this side's view of LL128 on the links between them; each link takes the
   // views of both ends (below), so that both ends agree.
@@ -440,7 +441,7 @@ ncclResult_t P2pTransport::releaseImported() {
   DeviceScope scope(cudaDev_);
   ncclResult_t result = ncclSuccess;
   for (void* p : imported_) {
-    forgetImported(p);
+    forgetShared(p);
     cudaError_t e = cudaIpcCloseMemHandle(p);
     if (e != cudaSuccess && result == ncclSuccess) result = cudaFail(rank_, "cudaIpcCloseMemHandle", e);
   }
@@ -462,8 +463,9 @@ ncclResult_t P2pTransport::releaseLocal() {
   if (region_ != nullptr) {
     if (hostStaged_) {
       keep(unmapShared("p2p", rank_, region_, regionBytes_));
-    } else if (cudaError_t e = cudaFree(region_); e != cudaSuccess) {
-      keep(cudaFail(rank_, "cudaFree of the FIFO region", e));
+    } else {
+      forgetShared(region_);
+      if (cudaError_t e = cudaFree(region_); e != cudaSuccess) keep(cudaFail(rank_, "cudaFree of the FIFO region", e));
     }
     region_ = regionDev_ = nullptr;
   }

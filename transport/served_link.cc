@@ -1,6 +1,5 @@
 #include "transport/served_link.h"
 
-#include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -105,71 +104,33 @@ ncclResult_t connectServed(int rank, const std::string& name, Deadline deadline,
   }
 }
 
-bool sendFrame(int fd, const std::vector<unsigned char>& bytes, std::string* error) {
-  const uint32_t n = uint32_t(bytes.size());
-  iovec iov[2] = {{const_cast<uint32_t*>(&n), sizeof(n)}, {const_cast<unsigned char*>(bytes.data()), bytes.size()}};
-  size_t left = sizeof(n) + bytes.size();
-  int first = 0;
-  while (left > 0) {
-    msghdr m{};
-    m.msg_iov = iov + first;
-    m.msg_iovlen = size_t(2 - first);
-    ssize_t k = sendmsg(fd, &m, MSG_NOSIGNAL);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) {
-      *error = std::string("send: ") + (k < 0 ? std::strerror(errno) : "closed");
-      return false;
-    }
-    left -= size_t(k);
-    for (size_t done = size_t(k); done > 0 && first < 2;) {
-      const size_t take = std::min(done, iov[first].iov_len);
-      iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + take;
-      iov[first].iov_len -= take;
-      done -= take;
-      if (iov[first].iov_len == 0) ++first;
-    }
-  }
-  return true;
-}
-
 namespace {
-bool recvAll(int fd, void* p, size_t n, Deadline deadline, std::string* error) {
-  char* c = static_cast<char*>(p);
-  while (n > 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left < 0) {
-      *error = "no message in time";
-      return false;
-    }
-    pollfd pfd{fd, POLLIN, 0};
-    int r = poll(&pfd, 1, int(std::min<long long>(left, 100)));
-    if (r < 0 && errno != EINTR) {
-      *error = std::string("poll: ") + std::strerror(errno);
-      return false;
-    }
-    if (r <= 0) continue;
-    ssize_t k = recv(fd, c, n, MSG_DONTWAIT);
-    if (k < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
-    if (k <= 0) {
-      *error = k == 0 ? "the other process closed the connection" : std::string("recv: ") + std::strerror(errno);
-      return false;
-    }
-    c += k;
-    n -= size_t(k);
-  }
-  return true;
+// The socket helpers' verdict (core/socket.h) in words.
+bool ok(ncclResult_t rc, std::string* error) {
+  if (rc == ncclSuccess) return true;
+  *error = rc == ncclRemoteError  ? "the other process closed the connection"
+           : rc == ncclInProgress ? "no message in time"
+           : rc == ncclInvalidUsage ? "aborted"
+                                    : lastError();
+  return false;
 }
 }  // namespace
 
+bool sendFrame(int fd, const std::vector<unsigned char>& bytes, Deadline deadline, std::string* error) {
+  const uint32_t n = uint32_t(bytes.size());
+  return ok(sendAll(fd, &n, sizeof(n), deadline, nullptr), error) &&
+         ok(sendAll(fd, bytes.data(), bytes.size(), deadline, nullptr), error);
+}
+
 bool recvFrame(int fd, std::vector<unsigned char>* bytes, Deadline deadline, std::string* error) {
   uint32_t n = 0;
-  if (!recvAll(fd, &n, sizeof(n), deadline, error)) return false;
+  if (!ok(recvAll(fd, &n, sizeof(n), deadline, nullptr), error)) return false;
   if (n > kMostFrameBytes) {
     *error = "a frame of " + std::to_string(n) + " bytes, more than any post";
     return false;
   }
   bytes->resize(n);
-  return recvAll(fd, bytes->data(), n, deadline, error);
+  return ok(recvAll(fd, bytes->data(), n, deadline, nullptr), error);
 }
 
 }  // namespace braid::transport

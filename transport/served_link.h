@@ -62,9 +62,9 @@ ncclResult_t listenServed(int rank, const std::string& name, int* fd);
 // Connects to the leader's socket, retrying until `deadline` (the leader may still be in init)
 // or until *abort.
 ncclResult_t connectServed(int rank, const std::string& name, Deadline deadline, const std::atomic<bool>* abort, int* fd);
-// A frame: its 32-bit length, then its bytes. False (and `error` says why) when the other side
-// is gone or the frame is malformed. recvFrame waits at most until `deadline`.
-bool sendFrame(int fd, const std::vector<unsigned char>& bytes, std::string* error);
+// A frame: its 32-bit length, then its bytes (core/socket.h's sendAll/recvAll). False (and
+// `error` says why) when the other side is gone, the deadline passed, or the frame is malformed.
+bool sendFrame(int fd, const std::vector<unsigned char>& bytes, Deadline deadline, std::string* error);
 bool recvFrame(int fd, std::vector<unsigned char>* bytes, Deadline deadline, std::string* error);
 
 }  // namespace braid::transport

@@ -169,7 +169,7 @@ ncclResult_t ServedMember::connect(ncclComm* comm, std::unique_ptr<ServedMember>
   put(&frame, h);
   std::string why;
   std::vector<unsigned char> ack;
-  if (!transport::sendFrame(m->fd_, frame, &why) || !transport::recvFrame(m->fd_, &ack, deadline, &why) || ack.size() != 1)
+  if (!transport::sendFrame(m->fd_, frame, deadline, &why) || !transport::recvFrame(m->fd_, &ack, deadline, &why) || ack.size() != 1)
     return fail(ncclSystemError, "served: rank %d: rank %d, whose process runs this GPU's work, did not take this rank "
                 "(%s; its log says why). Fix: start MPS, or set BRAID_SERVED=0", comm->rank, leader, why.c_str());
   m->page_->unlinkName();
@@ -258,7 +258,7 @@ ncclResult_t ServedMember::post(const kernels::Launch& L, const std::vector<Serv
   std::memcpy(frame.data() + countsAt, counts.data(), counts.size() * sizeof(PeerCounts));
   page_->host()->posted = seq;
   std::string why;
-  if (!transport::sendFrame(fd_, frame, &why))
+  if (!transport::sendFrame(fd_, frame, deadlineIn(kSendSeconds), &why))
     return fail(ncclSystemError, "served: rank %d: cannot hand this call's GPU work to rank %d, whose process runs it (%s). "
                 "Is that process gone?", rank, comm_->served->plan.leaderOf[size_t(rank)], why.c_str());
   posted_.store(seq);
@@ -287,7 +287,7 @@ void ServedMember::close() {
   put(&bye, kMagic);
   put(&bye, uint32_t(kBye));
   std::string why;
-  (void)transport::sendFrame(fd_, bye, &why);  // a leader already gone needs no goodbye
+  (void)transport::sendFrame(fd_, bye, deadlineIn(1), &why);  // a leader already gone needs no goodbye
   (void)::close(fd_);
   fd_ = -1;
 }

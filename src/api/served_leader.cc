@@ -133,7 +133,7 @@ bool ServedLeader::hello(Member& m, const std::vector<unsigned char>& frame, std
     return *why = std::string("cudaStreamCreate: ") + cudaGetErrorString(e), false;
   }
   const std::vector<unsigned char> ack(1, 1);
-  if (!transport::sendFrame(m.fd, ack, why)) return false;
+  if (!transport::sendFrame(m.fd, ack, deadlineIn(kByeWaitSeconds), why)) return false;
   BRAID_INFO(kInit | kP2p, "served: rank %d runs the GPU work of rank %d (pid %lld)", rank_, h.rank,
              static_cast<long long>(h.pid));
   return true;

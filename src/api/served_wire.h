@@ -16,6 +16,7 @@ constexpr uint32_t kMagic = 0xb5e7d001;
 enum FrameKind : uint32_t { kHello = 1, kPost = 2, kBye = 3 };
 constexpr uintptr_t kScratchTokenBase = uintptr_t(0xb0a1d) << 44;  // above every user-space address
 constexpr size_t kMostScratch = 1u << 16;
+constexpr double kSendSeconds = 30;  // a post the leader does not take in this long: it stopped reading
 
 struct HelloFrame {
   uint32_t magic, kind;

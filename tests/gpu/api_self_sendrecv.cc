@@ -20,33 +20,13 @@
 #include <thread>
 #include <vector>
 
+#include "api_check.h"
 #include "gpu_present.h"
 #include "nccl.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-#define CUDA_OK(call)                                                                        \
-  do {                                                                                       \
-    cudaError_t e_ = (call);                                                                 \
-    if (e_ != cudaSuccess) {                                                                 \
-      std::printf("FAIL %s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::fflush(stdout);                                                                   \
-      std::_Exit(1);                                                                         \
-    }                                                                                        \
-  } while (0)
-
-#define NCCL_OK(call)                                                                                   \
-  do {                                                                                                  \
-    ncclResult_t r_ = (call);                                                                           \
-    if (r_ != ncclSuccess) {                                                                            \
-      std::printf("FAIL %s:%d %s: %d %s | %s\n", __FILE__, __LINE__, #call, r_, ncclGetErrorString(r_), \
-                  ncclGetLastError(nullptr));                                                           \
-      std::fflush(stdout);                                                                              \
-      std::_Exit(1);                                                                                    \
-    }                                                                                                   \
-  } while (0)
 
 unsigned char pattern(int rank, int which, size_t i) { return static_cast<unsigned char>(i * 37 + rank * 11 + which * 101 + 1); }
 

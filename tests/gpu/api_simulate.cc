@@ -21,31 +21,11 @@
 #include <sstream>
 #include <string>
 
+#include "api_check.h"
 #include "gpu_present.h"
 #include "nccl.h"
 
 namespace {
-
-#define CUDA_OK(call)                                                                        \
-  do {                                                                                       \
-    cudaError_t e_ = (call);                                                                 \
-    if (e_ != cudaSuccess) {                                                                 \
-      std::printf("FAIL %s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::fflush(stdout);                                                                   \
-      std::_Exit(1);                                                                         \
-    }                                                                                        \
-  } while (0)
-
-#define NCCL_OK(call)                                                                                   \
-  do {                                                                                                  \
-    ncclResult_t r_ = (call);                                                                           \
-    if (r_ != ncclSuccess) {                                                                            \
-      std::printf("FAIL %s:%d %s: %d %s | %s\n", __FILE__, __LINE__, #call, r_, ncclGetErrorString(r_), \
-                  ncclGetLastError(nullptr));                                                           \
-      std::fflush(stdout);                                                                              \
-      std::_Exit(1);                                                                                    \
-    }                                                                                                   \
-  } while (0)
 
 // The log settings are read once per process, at the first log call: set them before main.
 struct LogToFile {

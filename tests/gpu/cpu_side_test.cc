@@ -212,6 +212,12 @@ struct PlannedLaunch {
   uint64_t counters[4096] = {};
   char fifo[16] = {};
   int used = 0;
+  // The launch's one op, `plan`'s lanes, and their connections.
+  void addOnlyOp(const kernels::OpWork& op, const algo::RankPlan& plan) {
+    launch.ops.push_back(op);
+    for (const algo::Lane& lane : plan.lanes) launch.lanes.push_back({0, &lane});
+    addConnections(plan);
+  }
   void addConnections(const algo::RankPlan& plan) {
     std::vector<std::pair<int, int>> sends, recvs;
     for (const algo::Lane& lane : plan.lanes)
@@ -258,9 +264,7 @@ TEST(PackLaunch, BlobReadsBackAsTheScheduleSays) {
   op.red.kind = kernels::RedKind::PreMulSum;
   op.red.scalarBits = 0x40000000;
   op.buffers = {in, out};
-  pl.launch.ops.push_back(op);
-  for (const algo::Lane& lane : plan.lanes) pl.launch.lanes.push_back({0, &lane});
-  pl.addConnections(plan);
+  pl.addOnlyOp(op, plan);
 
   kernels::PackedLaunch packed;
   ASSERT_EQ(kernels::packLaunch(pl.launch, &packed), ncclSuccess);
@@ -338,9 +342,7 @@ TEST(PackLaunch, PointerOffsetsNameEveryDevicePointer) {
   op.red.kind = kernels::RedKind::PreMulSum;
   op.red.deviceScalar = scalar;
   op.buffers = {in, out};
-  pl.launch.ops.push_back(op);
-  for (const algo::Lane& lane : plan.lanes) pl.launch.lanes.push_back({0, &lane});
-  pl.addConnections(plan);
+  pl.addOnlyOp(op, plan);
   kernels::PackedLaunch packed;
   ASSERT_EQ(kernels::packLaunch(pl.launch, &packed), ncclSuccess);
   ASSERT_EQ(packed.kernels.size(), 1u);

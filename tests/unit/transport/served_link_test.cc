@@ -47,9 +47,9 @@ TEST(ServedLink, FramesArriveWholeAndInOrder) {
   for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<unsigned char>(i * 7 + 3);
   std::string why;
   std::thread sender([&] {
-    EXPECT_TRUE(sendFrame(p.client, {}, &why));
-    EXPECT_TRUE(sendFrame(p.client, big, &why));
-    EXPECT_TRUE(sendFrame(p.client, {42}, &why));
+    EXPECT_TRUE(sendFrame(p.client, {}, deadlineIn(10), &why));
+    EXPECT_TRUE(sendFrame(p.client, big, deadlineIn(10), &why));
+    EXPECT_TRUE(sendFrame(p.client, {42}, deadlineIn(10), &why));
   });
   std::vector<unsigned char> got;
   std::string rwhy;
@@ -79,7 +79,7 @@ TEST(ServedLink, ClosedSilentAndOversizedPeersAreReported) {
     p.client = -1;
     EXPECT_FALSE(recvFrame(p.server, &got, deadlineIn(5), &why));
     EXPECT_FALSE(why.empty());
-    EXPECT_FALSE(sendFrame(p.server, {1, 2, 3}, &why));  // no SIGPIPE: an error
+    EXPECT_FALSE(sendFrame(p.server, {1, 2, 3}, deadlineIn(5), &why));  // no SIGPIPE: an error
   }
 }
 
