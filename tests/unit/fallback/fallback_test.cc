@@ -12,6 +12,8 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "fallback/backend.h"
 #include "fallback/real_nccl.h"
@@ -121,21 +123,29 @@ TEST(Backend, Parse) {
   EXPECT_EQ(parseBackend(" nccl"), Backend::Invalid);
 }
 
-// Every BRAID_API function's first statement is BRAID_FORWARD(its own name, ...): a missing
-// one would let BRAID_BACKEND=nccl hand a real NCCL handle to braid's code.
-TEST(Exports, EveryOneForwards) {
-  const std::regex api(R"(BRAID_API\(\s*[^,]+,\s*(\w+)[^{]*\{\s*(\w+)\((\w+))");
-  int checked = 0;
+// The text of every src/api/*.cc, with its file name.
+std::vector<std::pair<std::string, std::string>> apiSources() {
+  std::vector<std::pair<std::string, std::string>> out;
   for (const auto& entry : fs::directory_iterator(fs::path(BRAID_SOURCE_DIR) / "src/api")) {
     if (entry.path().extension() != ".cc") continue;
     std::ifstream in(entry.path());
     std::stringstream ss;
     ss << in.rdbuf();
-    const std::string text = ss.str();
+    out.emplace_back(entry.path().filename().string(), ss.str());
+  }
+  return out;
+}
+
+// Every BRAID_API function's first statement is BRAID_FORWARD(its own name, ...): a missing
+// one would let BRAID_BACKEND=nccl hand a real NCCL handle to braid's code.
+TEST(Exports, EveryOneForwards) {
+  const std::regex api(R"(BRAID_API\(\s*[^,]+,\s*(\w+)[^{]*\{\s*(\w+)\((\w+))");
+  int checked = 0;
+  for (const auto& [file, text] : apiSources()) {
     for (std::sregex_iterator it(text.begin(), text.end(), api), end; it != end; ++it) {
       ++checked;
       EXPECT_EQ((*it)[2].str() + "(" + (*it)[3].str(), "BRAID_FORWARD(" + (*it)[1].str())
-          << entry.path().filename() << ": " << (*it)[1];
+          << file << ": " << (*it)[1];
     }
   }
   EXPECT_EQ(checked, 52);  // libnccl.so.2 2.28.9's API functions
@@ -151,12 +161,7 @@ TEST(Exports, EveryOneWithACommunicatorRoutesARealServedOne) {
   const std::regex api(R"(BRAID_API\(\s*[^,]+,\s*(\w+),([^{]*)\{\s*BRAID_FORWARD\([^;]*;\s*([^\n]*))");
   const std::regex takesComm(R"(ncclComm_t\s+comm\b)");
   int checked = 0;
-  for (const auto& entry : fs::directory_iterator(fs::path(BRAID_SOURCE_DIR) / "src/api")) {
-    if (entry.path().extension() != ".cc") continue;
-    std::ifstream in(entry.path());
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string text = ss.str();
+  for (const auto& [file, text] : apiSources()) {
     for (std::sregex_iterator it(text.begin(), text.end(), api), end; it != end; ++it) {
       const std::string name = (*it)[1].str(), params = (*it)[2].str(), next = (*it)[3].str();
       if (!std::regex_search(params, takesComm) || name == "ncclCommDestroy") continue;
@@ -165,7 +170,7 @@ TEST(Exports, EveryOneWithACommunicatorRoutesARealServedOne) {
                           next.rfind("BRAID_REAL_SERVES_NOW(" + name + ",", 0) == 0 ||
                           next.rfind("BRAID_FALLBACK_COMM(" + name + ",", 0) == 0 ||
                           next.find("realServing(comm)") != std::string::npos;
-      EXPECT_TRUE(routes) << entry.path().filename() << ": " << name << " goes on with: " << next;
+      EXPECT_TRUE(routes) << file << ": " << name << " goes on with: " << next;
     }
   }
   EXPECT_EQ(checked, 35);  // the functions of libnccl.so.2 2.28.9 that take a communicator, less destroy
