@@ -6,6 +6,7 @@
 
 #include "core/comm.h"
 #include "core/log.h"
+#include "fallback/real_handles.h"
 
 namespace braid::fallback {
 namespace {
@@ -150,6 +151,8 @@ std::shared_ptr<RealComm> RealComm::adopt(const RealNccl* lib, ncclComm_t handle
   return std::shared_ptr<RealComm>(new RealComm(lib, handle));
 }
 
+RealComm::RealComm(const RealNccl* lib, ncclComm_t handle) : lib_(lib), handle_(handle) { noteRealHandle(handle); }
+
 RealComm::~RealComm() { (void)destroy(); }
 
 ncclResult_t RealComm::finalize() {
@@ -161,13 +164,17 @@ ncclResult_t RealComm::finalize() {
 ncclResult_t RealComm::destroy() {
   if (closed_.exchange(true)) return ncclSuccess;
   auto destroyFn = fn<CommFn>("pncclCommDestroy");
-  return destroyFn ? destroyFn(handle_) : ncclSuccess;
+  const ncclResult_t rc = destroyFn ? destroyFn(handle_) : ncclSuccess;
+  forgetRealHandle(handle_);  // after: the real destroy may ask braid's exports about it
+  return rc;
 }
 
 ncclResult_t RealComm::abort() {
   if (closed_.exchange(true)) return ncclSuccess;
   auto abortFn = fn<CommFn>("pncclCommAbort");
-  return abortFn ? abortFn(handle_) : ncclSuccess;
+  const ncclResult_t rc = abortFn ? abortFn(handle_) : ncclSuccess;
+  forgetRealHandle(handle_);
+  return rc;
 }
 
 ncclResult_t RealComm::asyncError(ncclResult_t* out) const {

@@ -58,7 +58,7 @@ class RealComm {
   std::string lastError() const;
 
  private:
-  RealComm(const RealNccl* lib, ncclComm_t handle) : lib_(lib), handle_(handle) {}
+  RealComm(const RealNccl* lib, ncclComm_t handle);  // notes the handle (real_handles.h)
   const RealNccl* lib_;
   ncclComm_t handle_;
   std::atomic<bool> closed_{false};  // abort may come from another thread than the calls

@@ -99,6 +99,12 @@ API result_t pncclCommGetAsyncError(void* comm, result_t* out) {
   *out = asyncResult;
   return 0;
 }
+/* As in libnccl.so.2, a weak public name aliases the strong one, and the library calls it
+ * through its PLT (NCCL's enqueue checks ask ncclCommGetAsyncError about their communicator).
+ * Loaded by the program before braid, without RTLD_DEEPBIND (PyTorch preloads libnccl.so.2),
+ * that call binds to braid's export, which must send it back here. */
+API result_t ncclCommGetAsyncError(void* comm, result_t* out) __attribute__((weak, alias("pncclCommGetAsyncError")));
+
 /* fake_nccl_data.c: the group's queued calls. */
 void groupOpen(void);
 result_t groupClose(void);
@@ -116,6 +122,11 @@ API result_t pncclGroupEnd(void) {
 API result_t pncclDevCommCreate(void* comm, const void* reqs, void* out) {
   (void)reqs;
   if (!mine(comm)) { snprintf(lastError, sizeof lastError, "fake: not my communicator"); return 4; }
+  result_t state = 0;
+  if (ncclCommGetAsyncError(comm, &state) != 0) {
+    snprintf(lastError, sizeof lastError, "fake: ncclCommGetAsyncError on my own communicator failed");
+    return 4;
+  }
   fake_comm_t* c = comm;
   note("DevCommCreate id=%llx rank=%d", c->id, c->rank);
   if (out) memcpy(out, &c->id, sizeof c->id);

@@ -102,6 +102,27 @@ TEST(Fake, DeviceApiServedByTheRealNcclMadeLazilyAndCollectively) {
   EXPECT_EQ(occurrences(fake.journal(), "CommDestroy id=" + id), 2u) << fake.journal();
 }
 
+// The fake was loaded before braid asked for it, by plain dlopen (Fake's constructor), as
+// PyTorch preloads libnccl.so.2: its own call of ncclCommGetAsyncError (inside DevCommCreate,
+// as NCCL's enqueue checks make) binds to braid's export, which must hand it back to the fake.
+TEST(Fake, ItsOwnExportedNamesBoundToBraidsComeBackToIt) {
+  Fake fake;
+  ASSERT_NE(fake.handle, nullptr) << dlerror();
+  ASSERT_NE(dlsym(RTLD_DEFAULT, "ncclCommGetAsyncError"), fake.fn<void*>("pncclCommGetAsyncError"))
+      << "precondition: the global ncclCommGetAsyncError is braid's";
+  fake.clear();
+  auto comms = initRanks(2);
+  onEveryRank(comms, [&](int, ncclComm_t c) {
+    EXPECT_EQ(ncclDevCommCreate(c, nullptr, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  });
+  const std::string j = fake.journal();
+  // Each DevCommCreate first asked about its own communicator, and the fake answered.
+  EXPECT_EQ(occurrences(j, "GetAsyncError id="), 2u) << j;
+  EXPECT_EQ(occurrences(j, "DevCommCreate id="), 2u) << j;
+  onEveryRank(comms, [&](int, ncclComm_t c) { EXPECT_EQ(ncclCommDestroy(c), ncclSuccess); });
+  // Closed: its handle is braid's business no more (a later call with it is refused by braid).
+}
+
 TEST(Fake, CallsWithoutACommunicatorGoStraightThrough) {
   Fake fake;
   fake.clear();
