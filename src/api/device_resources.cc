@@ -45,7 +45,8 @@ void warnIfTimeSliced(const ncclComm& comm, const std::vector<bool>& sameGpu) {
   if (comm.served && (comm.served->plan.served(comm.rank) || comm.served->plan.leads(comm.rank))) return;  // served.h
   logMessage(LogLevel::Warn, kInit,
              "rank %d shares GPU %s with rank %d of another process, and each process runs its own GPU work "
-             "(BRAID_SERVED=0, or MPS is on, or the communicator spans hosts). Unless MPS runs, the GPU takes the "
+             "(BRAID_SERVED=0, or MPS is on, or the communicator spans hosts, or some rank stages FIFOs in host "
+             "memory: NCCL_P2P_DISABLE=1, GPUs without peer access). Unless MPS runs, the GPU takes the "
              "processes' kernels in turns (time slices of milliseconds), so device-memory collectives take milliseconds "
              "each. Fix: start MPS (nvidia-cuda-mps-control -d), leave BRAID_SERVED unset, or make these ranks threads "
              "of one process.",

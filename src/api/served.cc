@@ -36,6 +36,25 @@ int servedSetting() {
   return 2;
 }
 
+// Why this rank's FIFOs would be staged in host memory ("" when they would not): NCCL_P2P_DISABLE,
+// or another GPU of the communicator on this host that this GPU cannot reach (transport/p2p.h).
+// A leader cannot run such a rank's kernels: the staged regions are shared memory that only
+// the linked peers map, by a name removed once they have.
+std::string stagingReason(const ncclComm& comm) {
+  if (env::getInt("NCCL_P2P_DISABLE", 0) != 0) return "NCCL_P2P_DISABLE=1";
+  const PeerInfo& me = comm.peers[size_t(comm.rank)];
+  for (const PeerInfo& p : comm.peers) {
+    if (p.cudaDev < 0 || p.hostHash != me.hostHash || std::strcmp(p.busId, me.busId) == 0) continue;
+    int dev = -1, access = 0;
+    if (cudaDeviceGetByPCIBusId(&dev, p.busId) != cudaSuccess ||
+        cudaDeviceCanAccessPeer(&access, comm.cudaDev, dev) != cudaSuccess || access == 0) {
+      (void)cudaGetLastError();
+      return std::string("no peer access from GPU ") + me.busId + " to GPU " + p.busId;
+    }
+  }
+  return "";
+}
+
 std::string rankList(const std::vector<int>& ranks) {
   std::string s;
   for (int r : ranks) s += (s.empty() ? "" : ",") + std::to_string(r);
@@ -104,16 +123,22 @@ ncclResult_t planServing(ncclComm* comm) {
   }
   if (!shared) return ncclSuccess;
   // Each rank's view, so that every rank takes its leader's: MPS, BRAID_SERVED, a socket nonce.
+  // And whether it stages FIFOs in host memory: then no rank is served (stagingReason).
   struct View {
-    int32_t mps, setting;
+    int32_t mps, setting, staged, pad;
     uint64_t nonce;
   };
   std::vector<View> views(static_cast<size_t>(n));
   View& mine = views[size_t(comm->rank)];
   mine.mps = comm->cudaDev >= 0 && mpsEnabled(comm->cudaDev) ? 1 : 0;
   mine.setting = servedSetting();
+  const std::string staging = stagingReason(*comm);
+  mine.staged = staging.empty() ? 0 : 1;
   mine.nonce = std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);
   BRAID_CHECK(comm->bootstrap->allGather(views.data(), sizeof(View)));
+  int stagingRank = -1;
+  for (int r = 0; r < n && stagingRank < 0; ++r)
+    if (views[size_t(r)].staged) stagingRank = r;
   auto served = std::make_shared<Served>();
   ServedPlan& plan = served->plan;
   plan.leaderOf.resize(size_t(n));
@@ -121,9 +146,13 @@ ncclResult_t planServing(ncclComm* comm) {
     const int l = lowest[size_t(r)];
     const View& v = views[size_t(l)];
     const bool serve = l != r && comm->peers[size_t(l)].processHash != comm->peers[size_t(r)].processHash && oneHost &&
-                       v.setting != 0 && (v.mps == 0 || v.setting == 1);
+                       stagingRank < 0 && v.setting != 0 && (v.mps == 0 || v.setting == 1);
     plan.leaderOf[size_t(r)] = serve ? l : r;
   }
+  if (stagingRank >= 0 && comm->rank == 0)
+    BRAID_INFO(kInit | kP2p, "served: no rank is served by another's process: rank %d stages FIFOs in host memory (%s), "
+               "which a serving process cannot map; each process runs its own GPU work", stagingRank,
+               stagingRank == comm->rank ? staging.c_str() : "its log says why");
   const int me = comm->rank;
   const int myLeader = lowest[size_t(me)];
   const View& lv = views[size_t(myLeader)];
