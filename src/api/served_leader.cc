@@ -1,7 +1,6 @@
 #include "api/served_leader.h"
 
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -38,8 +37,6 @@ ncclResult_t ServedLeader::start(ncclComm* comm, const std::string& name, std::u
   s->imports_ = std::make_unique<transport::IpcImports>(comm->peers[comm->rank].pid, comm->peers[comm->rank].hostHash,
                                                         comm->cudaDev);
   s->workCache_ = std::make_unique<kernels::WorkCache>();
-  s->wakeFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (s->wakeFd_ < 0) return fail(ncclSystemError, "served: rank %d: eventfd: %s", comm->rank, std::strerror(errno));
   BRAID_CHECK(transport::listenServed(comm->rank, name, &s->listenFd_));
   s->thread_ = std::thread([p = s.get()] { p->serve(); });
   *out = std::move(s);
@@ -51,32 +48,31 @@ void ServedLeader::serve() {
   std::vector<pollfd> fds;
   std::vector<unsigned char> frame;
   while (!stop_.load()) {
-    fds.assign({pollfd{listenFd_, POLLIN, 0}, pollfd{wakeFd_, POLLIN, 0}});
-    for (auto& m : members_) fds.push_back(pollfd{m->open ? m->fd : -1, POLLIN, 0});
+    fds.assign({pollfd{listenFd_, POLLIN, 0}});
+    size_t nMembers = 0;
+    {
+      std::lock_guard<std::mutex> lock(stateMutex_);
+      nMembers = members_.size();
+      for (auto& m : members_) fds.push_back(pollfd{m->open ? m->fd : -1, POLLIN, 0});
+    }
     const int r = poll(fds.data(), fds.size(), 50);
     if (r == 0) closeRetiredWhenIdle();
     if (r <= 0) continue;
-    struct Release {  // whatever this round enqueued may cover the leader's launches
-      ServedLeader* s;
-      ~Release() { s->releaseTickets(); }
-    } release{this};
     if (fds[0].revents & POLLIN) accept();
-    if (fds[1].revents & POLLIN) {
-      uint64_t count = 0;
-      if (read(wakeFd_, &count, sizeof(count)) < 0) count = 0;  // cleared either way
-      launchReady();
-    }
-    for (size_t i = 2; i < fds.size(); ++i) {
+    for (size_t i = 1; i <= nMembers; ++i) {
       if (fds[i].revents == 0) continue;
-      Member& m = *members_[i - 2];
-      std::string why;
-      if (!transport::recvFrame(m.fd, &frame, deadlineIn(kByeWaitSeconds), &why)) {
-        gone(m, why);
-        continue;
+      Member* m = nullptr;
+      {
+        std::lock_guard<std::mutex> lock(stateMutex_);
+        m = members_[i - 1].get();  // members are only added (here) and removed after this thread ends
       }
+      std::string why;
+      const bool got = transport::recvFrame(m->fd, &frame, deadlineIn(kByeWaitSeconds), &why);
+      std::lock_guard<std::mutex> lock(stateMutex_);
       uint32_t head[2] = {0, 0};
-      if (frame.size() >= sizeof(head)) std::memcpy(head, frame.data(), sizeof(head));
-      if (head[0] != kMagic) gone(m, "a frame that is not braid's");
+      if (got && frame.size() >= sizeof(head)) std::memcpy(head, frame.data(), sizeof(head));
+      if (!got) gone(*m, why);
+      else if (head[0] != kMagic) gone(*m, "a frame that is not braid's");
       else if (head[1] == kPost) {
         PostHeader h{};
         Member::Waiting w;
@@ -86,13 +82,13 @@ void ServedLeader::serve() {
         if (h.nPeers == uint32_t(comm_->nRanks) && frame.size() >= sizeof(h) + w.gate.counts.size() * sizeof(PeerCounts))
           std::memcpy(w.gate.counts.data(), frame.data() + sizeof(h), w.gate.counts.size() * sizeof(PeerCounts));
         w.frame = std::move(frame);
-        m.waiting.push_back(std::move(w));
-        launchReady();
-      }
-      else if (head[1] == kBye) {
-        m.open = false;
+        m->waiting.push_back(std::move(w));
+      } else if (head[1] == kBye) {
+        m->open = false;
         open_.fetch_sub(1);
-      } else gone(m, "an unknown frame");
+      } else gone(*m, "an unknown frame");
+      launchReady();     // a post arrived, or a rank left: others' waiting posts may run now
+      releaseTickets();  // and the leader's launches may be covered
     }
   }
 }
@@ -111,6 +107,7 @@ void ServedLeader::accept() {
   }
   m->open = true;
   open_.fetch_add(1);
+  std::lock_guard<std::mutex> lock(stateMutex_);
   members_.push_back(std::move(m));
 }
 
@@ -168,9 +165,14 @@ void ServedLeader::leaderLaunched(const std::vector<ServedGate>& perRank) {
     id = t.id = ++lastTicket_;
     tickets_.push_back(std::move(t));
   }
-  const uint64_t one = 1;
-  if (write(wakeFd_, &one, sizeof(one)) < 0) {
-  }  // a full counter still wakes the server
+  // The served ranks' posts for it that have arrived run now, from this thread: handing them to
+  // the server thread and back cost two thread wake-ups per call (~2-4x a small call's time on the
+  // H200); posts still to come are run by the server thread as they arrive.
+  {
+    std::lock_guard<std::mutex> lock(stateMutex_);
+    launchReady();
+    releaseTickets();
+  }
   // Wait here, in the leader rank's call, until the server has enqueued the served ranks' side.
   // Then a call that waits for the device, which this thread may make next (cudaFree, a
   // synchronous copy, a lazily loaded module), cannot fall between the server's launches of
@@ -218,7 +220,7 @@ bool ServedLeader::covered(const Ticket& t) const {
   return true;
 }
 
-void ServedLeader::releaseTickets() {
+void ServedLeader::releaseTickets() {  // under stateMutex_ (covered reads the members)
   std::lock_guard<std::mutex> lock(ticketsMutex_);
   bool any = false;
   while (!tickets_.empty() && covered(tickets_.front())) {
@@ -391,8 +393,9 @@ ncclResult_t ServedLeader::enqueue(Member& m, Reader& in, const PostHeader& h, s
 // Mappings of buffers the served ranks freed are closed only while no kernel of this
 // communicator runs in this context and none can be launched meanwhile (servedLaunchMutex).
 void ServedLeader::closeRetiredWhenIdle() {
-  if (!imports_->anyRetired()) return;
   std::lock_guard<std::mutex> lock(servedLaunchMutex(cudaDev_));
+  std::lock_guard<std::mutex> state(stateMutex_);
+  if (!imports_->anyRetired()) return;
   DeviceScope scope(cudaDev_);
   for (auto& m : members_) {
     if (m->stream == nullptr) continue;
@@ -451,6 +454,7 @@ void ServedLeader::stop(bool abort) {
   stop_.store(true);
   if (thread_.joinable()) thread_.join();
   releaseLeader();
+  std::lock_guard<std::mutex> lock(stateMutex_);  // a leader rank's call may be launching (leaderLaunched)
   DeviceScope scope(cudaDev_);
   bool leak = false;
   for (auto& m : members_) {
@@ -476,8 +480,6 @@ void ServedLeader::stop(bool abort) {
   }
   if (listenFd_ >= 0) (void)::close(listenFd_);
   listenFd_ = -1;
-  if (wakeFd_ >= 0) (void)::close(wakeFd_);
-  wakeFd_ = -1;
 }
 
 }  // namespace braid::api

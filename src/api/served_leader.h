@@ -1,6 +1,7 @@
 // The leader's server (served.h): one thread that accepts the ranks this process serves, maps
 // their buffers, and runs their posted work on a stream per rank, in sets that never leave a
-// kernel waiting for one not yet enqueued.
+// kernel waiting for one not yet enqueued. Posts that have arrived when the leader rank issues
+// its side are run by the leader rank's own call instead (leaderLaunched).
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -83,10 +84,12 @@ class ServedLeader {
   std::unique_ptr<transport::IpcImports> imports_;
   std::unique_ptr<kernels::WorkCache> workCache_;
   cudaMemPool_t pool_ = nullptr;
-  // The leader rank's launches so far (ServedGate), and the eventfd that wakes the server.
+  // The members, their posts, the mappings and the work cache: the server thread's and, in
+  // leaderLaunched, the leader rank's calling thread's (stateMutex_ before ticketsMutex_).
+  std::mutex stateMutex_;
+  // The leader rank's launches so far (ServedGate).
   std::atomic<uint64_t> leaderColl_{0};
   std::vector<std::atomic<uint64_t>> sentTo_, recvdFrom_;
-  int wakeFd_ = -1;
   std::mutex ticketsMutex_;
   std::condition_variable ticketsCovered_;
   uint32_t lastTicket_ = 0;
