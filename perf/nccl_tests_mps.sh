@@ -17,7 +17,8 @@
 # MPS=on|off (default on: started here unless it runs; off: issue 16's served ranks, MPS must not
 # be running, and GRAPH_NPS defaults to none since capture is refused there), NCCL_HEADERS (a
 # folder holding nccl.h, nccl_device.h and nccl_device/, for a GPU machine whose CUDA toolkit has
-# none: the build then uses a CUDA_HOME overlay with them; carry the build machine's).
+# none: the build then uses a CUDA_HOME overlay with them; carry the build machine's), MPIRUN_ARGS
+# (more mpirun flags, e.g. --bind-to none).
 set -u
 braid="$(cd "$1" && pwd)"; tools="$(cd "$2" && pwd)"; out="$3"
 mkdir -p "$out"
@@ -76,7 +77,7 @@ run() {
   esac
   local t0=$SECONDS rc
   # shellcheck disable=SC2086  # ARGS is a list of flags
-  timeout $((left < 90 ? left : 90)) mpirun --oversubscribe -np "$np" "${envs[@]}" "$nt/$bin" -g 1 ${ARGS:--b 8 -e 64M -f 2} "$@" \
+  timeout $((left < 90 ? left : 90)) mpirun --oversubscribe ${MPIRUN_ARGS:-} -np "$np" "${envs[@]}" "$nt/$bin" -g 1 ${ARGS:--b 8 -e 64M -f 2} "$@" \
     > "$out/$label.log" 2>&1
   rc=$?
   echo "$label rc=$rc $((SECONDS - t0))s $(grep -E 'Out of bounds values|Avg bus bandwidth' "$out/$label.log" | tr -s ' ' | paste -sd ';' -)" |

@@ -56,9 +56,10 @@ std::optional<std::string> sharedGpuWithoutMpsWarning(const std::vector<RankInfo
   std::string gpus;
   for (const std::string& bus : shared) gpus += (gpus.empty() ? "" : ", ") + bus;
   return "# WARNING: ranks in separate processes share GPU " + gpus +
-         " and MPS is not running: the GPU runs the processes' kernels in turns, ~2.3 ms per collective at any size "
-         "on an H200 (microseconds with MPS or threads). Fix: start MPS (nvidia-cuda-mps-control -d) or run the "
-         "ranks as threads (braid-perf --ranks threads).";
+         " and MPS is not running: one process runs the collectives' GPU work for all (served ranks: tens of us a "
+         "small call), but other kernels of the processes take turns on the GPU, and with BRAID_SERVED=0 or "
+         "NCCL_P2P_DISABLE=1 so do braid's (~2.3 ms per collective on an H200). Fix: start MPS "
+         "(nvidia-cuda-mps-control -d) or run the ranks as threads (braid-perf --ranks threads).";
 }
 
 std::string ranksLine(const std::vector<RankInfo>& ranks, bool threads) {
