@@ -22,7 +22,7 @@ const std::vector<FlagSpec>& flagSpecs() {
       {"w", "warmup_iters"}, {"m", "agg_iters"}, {"c", "check"}, {"o", "op"}, {"d", "datatype"},
       {"r", "root"}, {"z", "blocking"}, {"y", "stream_null"}, {"T", "timeout"}, {"G", "cudagraph"},
       {"C", "report_cputime"}, {"a", "average"}, {"t", "nthreads"}, {"g", "ngpus"}, {"p", "parallel_init"},
-      {"np", "np"}, {"", "ranks"}, {"", "coll"}, {"", "memory"}, {"", "json"}, {"", "plot"}, {"", "plot-compare"},
+      {"np", "np"}, {"", "ranks"}, {"", "coll"}, {"", "memory"}, {"", "json"}, {"", "plot"}, {"", "plot-compare"}, {"", "poll"},
       {"h", "help", false}};
   return specs;
 }
@@ -94,6 +94,8 @@ std::optional<std::string> applyFlag(const std::string& name, const std::string&
     return intFlag(value, 0, kIntMax, "-r", &o.root);
   } else if (name == "blocking") {
     return intFlag(value, 0, 1, "-z", &o.blocking);
+  } else if (name == "poll") {
+    return intFlag(value, 0, 1, "--poll", &o.poll);
   } else if (name == "stream_null") {
     return intFlag(value, 0, 1, "-y", &o.streamNull);
   } else if (name == "timeout") {
@@ -297,6 +299,8 @@ std::string usage(const std::string& program) {
          "  -r,--root N               root of broadcast, reduce, gather, scatter (default 0)\n"
          "  -z,--blocking 0|1         wait for completion after each collective (default 0)\n"
          "  -y,--stream_null 0|1      use the default stream (default 0)\n"
+         "  --poll 0|1                wait by polling, as nccl-tests does (cudaStreamQuery and\n"
+         "                            ncclCommGetAsyncError in a loop), not cudaStreamSynchronize\n"
          "  -G,--cudagraph N          capture the iterations in a CUDA graph, launch it N times\n"
          "  -C,--report_cputime 0|1   report the time until the calls return\n"
          "  -a,--average 0..3         time across ranks: 0 rank 0, 1 mean (default), 2 min, 3 max\n"

@@ -31,6 +31,7 @@ struct PerfOptions {
   int root = 0;                   // -r
   int blocking = 0;               // -z: wait for completion after each collective
   bool streamNull = false;        // -y: the default stream instead of a created one
+  int poll = 0;                   // --poll: wait by polling the stream, as nccl-tests does
   int timeoutSeconds = 0;         // -T: a rank gives up after this long (0: never)
   int graphLaunches = 0;          // -G: capture the iterations in a CUDA graph, replay it G times
   bool reportCpuTime = false;     // -C: time until the calls return, not until completion

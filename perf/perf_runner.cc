@@ -295,7 +295,19 @@ class BenchmarkRank {
   }
 
   void synchronize() const {
-    if (memory_ == MemoryKind::Device) PERF_CUDA(cudaStreamSynchronize(stream_));
+    if (memory_ != MemoryKind::Device) return;
+    if (!o_.poll) {
+      PERF_CUDA(cudaStreamSynchronize(stream_));
+      return;
+    }
+    for (;;) {  // nccl-tests' testStreamSynchronize
+      const cudaError_t e = cudaStreamQuery(stream_);
+      if (e == cudaSuccess) return;
+      if (e != cudaErrorNotReady) PERF_CUDA(e);
+      ncclResult_t async = ncclSuccess;
+      PERF_NCCL(ncclCommGetAsyncError(comm_, &async));
+      PERF_NCCL(async);
+    }
   }
 
   // A tiny all-reduce, so that every rank starts timing together.
