@@ -7,12 +7,13 @@
 namespace braid::fallback {
 namespace {
 
+// Never destroyed: exports, and the destructors of real communicators, may run at exit.
 std::shared_mutex& handlesMutex() {
-  static std::shared_mutex m;
-  return m;
+  static auto* m = new std::shared_mutex;
+  return *m;
 }
 std::unordered_set<const void*>& handles() {
-  static auto* set = new std::unordered_set<const void*>;  // never destroyed: exports may run at exit
+  static auto* set = new std::unordered_set<const void*>;
   return *set;
 }
 
