@@ -149,10 +149,10 @@ ncclResult_t planServing(ncclComm* comm) {
                        stagingRank < 0 && v.setting != 0 && (v.mps == 0 || v.setting == 1);
     plan.leaderOf[size_t(r)] = serve ? l : r;
   }
-  if (stagingRank >= 0 && comm->rank == 0)
+  if (stagingRank >= 0 && (comm->rank == 0 || mine.staged))
     BRAID_INFO(kInit | kP2p, "served: no rank is served by another's process: rank %d stages FIFOs in host memory (%s), "
-               "which a serving process cannot map; each process runs its own GPU work", stagingRank,
-               stagingRank == comm->rank ? staging.c_str() : "its log says why");
+               "which a serving process cannot map; each process runs its own GPU work",
+               mine.staged ? comm->rank : stagingRank, mine.staged ? staging.c_str() : "its log says why");
   const int me = comm->rank;
   const int myLeader = lowest[size_t(me)];
   const View& lv = views[size_t(myLeader)];
