@@ -114,8 +114,12 @@ struct LineFlags {
   bool cleanSend = false;  // LL: also rewrite the send slot's remaining lines (wrap-around)
 };
 
+// Every FIFO braid makes has a power-of-two slot count (kernels/proto_layout.h defaultFifo), so
+// the slot is a mask of the step: a 64-bit `%` by a run-time count is a call of ~70 instructions
+// (the LL kernel's SASS: 8 call sites, twice a slice). Other counts keep the division.
 __device__ inline const char* slotOf(const char* fifo, uint64_t step, const KernelParams& p) {
-  return fifo + (step % p.nSlots) * uint64_t(p.slotBytes);
+  const uint64_t slot = (p.nSlots & (p.nSlots - 1)) == 0 ? step & (p.nSlots - 1) : step % p.nSlots;
+  return fifo + slot * uint64_t(p.slotBytes);
 }
 
 }  // namespace braid::kernels::device

@@ -93,7 +93,11 @@ constexpr uint64_t kMinSliceBytes = 32 * 1024;
 // than half the slots (tests/gpu/cpu_side_test.cc checks it).
 BRAID_HOST_DEVICE inline uint64_t sliceElemsFor(uint64_t count, uint32_t elemSize, uint32_t slotBytes,
                                                 uint32_t slicesPerStep) {
-  uint64_t bytes = (count * elemSize / slicesPerStep + 15) & ~uint64_t(15);
+  // A step holds at most half a FIFO, so its bytes fit 32 bits: a 32-bit division, inline (the
+  // 64-bit one is a call of ~70 instructions on the GPU, once a step); larger counts keep it.
+  const uint64_t stepBytes = count * elemSize;
+  uint64_t bytes = stepBytes <= UINT32_MAX ? uint32_t(stepBytes) / slicesPerStep : stepBytes / slicesPerStep;
+  bytes = (bytes + 15) & ~uint64_t(15);
   if (bytes < kMinSliceBytes) bytes = kMinSliceBytes;
   if (bytes > slotBytes) bytes = slotBytes;
   return bytes / elemSize;
