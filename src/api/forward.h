@@ -46,11 +46,10 @@ class Forward<Ret (*)(Args...)> {
     return target_(args...);
   }
 
-  // True when an argument is a live real communicator's handle.
-  template <typename... A>
-  bool carriesRealHandle(const A&... args) const {
-    return (isRealComm(args) || ...);
-  }
+  // True when an argument is a live real communicator's handle. By value: a reference would
+  // take the caller's parameters' addresses, and its later reads of them become loads, which
+  // UBSan checks (ncclGetErrorString(99) is a valid call with an out-of-range enum).
+  bool carriesRealHandle(Args... args) const { return (isRealComm(args) || ...); }
   // The real NCCL's own definition, for a call that carriesRealHandle.
   Ret backToReal(Args... args) const {
     auto target = reinterpret_cast<Ret (*)(Args...)>(real_.load(std::memory_order_acquire));
@@ -75,9 +74,9 @@ class Forward<Ret (*)(Args...)> {
   }
 
  private:
+  static bool isRealComm(ncclComm_t comm) { return fallback::isRealHandle(comm); }
   template <typename T>
-  static bool isRealComm(const T& value) {
-    if constexpr (std::is_same_v<std::remove_cv_t<T>, ncclComm_t>) return fallback::isRealHandle(value);
+  static bool isRealComm(const T&) {
     return false;
   }
   const char* pname_;
