@@ -17,7 +17,6 @@
 #include "transport/ucx_net.h"
 
 namespace braid::api {
-namespace {
 
 transport::P2pPeerInfo toP2pInfo(const PeerInfo& p) {
   transport::P2pPeerInfo info;
@@ -30,6 +29,8 @@ transport::P2pPeerInfo toP2pInfo(const PeerInfo& p) {
     info.busId = (int64_t(domain) << 20) | (bus << 12) | (dev << 4) | fn;
   return info;
 }
+
+namespace {
 
 // Ranks of other processes on this GPU: without MPS, the GPU runs one process's kernels at a
 // time, switching every few milliseconds, and a kernel that waits for another process's kernel

@@ -21,6 +21,9 @@
 
 namespace braid::api {
 
+// A rank as the P2P transport names it (its GPU's bus id as a number).
+transport::P2pPeerInfo toP2pInfo(const PeerInfo& p);
+
 class GpuResources final : public DeviceResources {
  public:
   ~GpuResources() override;

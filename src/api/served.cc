@@ -7,6 +7,7 @@
 #include <map>
 #include <random>
 
+#include "api/device_resources.h"
 #include "api/served_leader.h"
 #include "api/served_wire.h"
 #include "core/env.h"
@@ -36,22 +37,25 @@ int servedSetting() {
   return 2;
 }
 
-// Why this rank's FIFOs would be staged in host memory ("" when they would not): NCCL_P2P_DISABLE,
-// or another GPU of the communicator on this host that this GPU cannot reach (transport/p2p.h).
-// A leader cannot run such a rank's kernels: the staged regions are shared memory that only
-// the linked peers map, by a name removed once they have.
+// Why this rank's FIFOs would be staged in host memory ("" when they would not), by the P2P
+// transport's own rule (planStaging) over the communicator's other GPU ranks on this host. A
+// leader cannot run such a rank's kernels: the staged regions are shared memory that only the
+// linked peers map, by a name removed once they have.
 std::string stagingReason(const ncclComm& comm) {
-  if (env::getInt("NCCL_P2P_DISABLE", 0) != 0) return "NCCL_P2P_DISABLE=1";
-  const PeerInfo& me = comm.peers[size_t(comm.rank)];
+  const bool p2pDisabled = env::getInt("NCCL_P2P_DISABLE", 0) != 0;
+  if (p2pDisabled) return "NCCL_P2P_DISABLE=1";
+  std::vector<transport::P2pPeerInfo> peers;
+  std::vector<int> linked;
   for (const PeerInfo& p : comm.peers) {
-    if (p.cudaDev < 0 || p.hostHash != me.hostHash || std::strcmp(p.busId, me.busId) == 0) continue;
-    int dev = -1, access = 0;
-    if (cudaDeviceGetByPCIBusId(&dev, p.busId) != cudaSuccess ||
-        cudaDeviceCanAccessPeer(&access, comm.cudaDev, dev) != cudaSuccess || access == 0) {
-      (void)cudaGetLastError();
-      return std::string("no peer access from GPU ") + me.busId + " to GPU " + p.busId;
-    }
+    peers.push_back(toP2pInfo(p));
+    if (p.rank != comm.rank && p.cudaDev >= 0 && p.hostHash == comm.peers[size_t(comm.rank)].hostHash)
+      linked.push_back(p.rank);
   }
+  const std::vector<transport::StageReason> reasons =
+      transport::planStaging(peers[size_t(comm.rank)], peers, linked, p2pDisabled, transport::cudaGpuQueries());
+  for (size_t i = 0; i < linked.size(); ++i)
+    if (reasons[i] != transport::StageReason::kNone)
+      return std::string(transport::stageReasonName(reasons[i])) + " to rank " + std::to_string(linked[i]);
   return "";
 }
 
