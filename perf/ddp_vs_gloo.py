@@ -16,21 +16,16 @@ was faster.
 import argparse
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "gpu"))
+import rank_procs  # noqa: E402  (tests/gpu: the ranks' supervision, shared with torch_dropin.py)
+
 LAYERS = (1024, 2048, 2048, 1024)
 BATCH = 64
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def child():
@@ -91,8 +86,8 @@ def child():
 
 
 def run_backend(backend, lib, world, a, out_dir):
-    port = free_port()
-    procs, outs = [], []
+    port = rank_procs.free_port()
+    envs = []
     for rank in range(world):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
                    MASTER_PORT=str(port), NCCL_NVLS_ENABLE="0", DDP_BACKEND=backend, DDP_STEPS=str(a.steps),
@@ -101,29 +96,15 @@ def run_backend(backend, lib, world, a, out_dir):
             env["LD_PRELOAD"] = lib
         else:
             env["CUDA_VISIBLE_DEVICES"] = ""  # gloo's run touches no GPU
-        out = tempfile.TemporaryFile()
-        outs.append(out)
-        procs.append(subprocess.Popen([sys.executable, os.path.abspath(__file__), "--child"], env=env,
-                                      stdout=out, stderr=subprocess.STDOUT, start_new_session=True))
-    deadline = time.monotonic() + a.timeout
-    ok = True
-    for p in procs:
-        try:
-            p.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            ok = False
-            break
+        envs.append(env)
+    timed_out, ran = rank_procs.run_ranks(__file__, envs, a.timeout)
+    ok = not timed_out
     results = []
-    for rank, p in enumerate(procs):
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-        outs[rank].seek(0)
-        text = outs[rank].read().decode(errors="replace")
+    for rank, (returncode, text) in enumerate(ran):
         found = [json.loads(l.split(" ", 1)[1]) for l in text.splitlines() if l.startswith("DDP_RESULT ")]
-        if p.returncode != 0 or not found:
+        if returncode != 0 or not found:
             ok = False
-            print("[%s rank %d] rc=%s, last lines:\n  %s" % (backend, rank, p.returncode,
+            print("[%s rank %d] rc=%s, last lines:\n  %s" % (backend, rank, returncode,
                                                             "\n  ".join(text.splitlines()[-15:])))
         results += found
     return ok, results

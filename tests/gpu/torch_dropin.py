@@ -15,70 +15,38 @@ Exit status: 0 when every world passed.
 import argparse
 import os
 import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-LIVE = []  # process groups of running ranks, killed on SIGTERM (run.sh's timeout)
+import rank_procs
 
 
 def on_term(signum, frame):
-    for p in LIVE:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except OSError:
-            pass
+    rank_procs.kill_live()
     print("killed by signal %d" % signum, flush=True)
     sys.exit(128 + signum)
 
 
 def run_world(lib, world, timeout):
-    port = free_port()
-    procs, outs = [], []
+    port = rank_procs.free_port()
+    envs = []
     for rank in range(world):
         env = dict(os.environ)
         env.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world),
                    MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), LD_PRELOAD=lib, NCCL_NVLS_ENABLE="0",
                    TORCH_DROPIN_EAGER="1" if world == 2 else "0")
         env.setdefault("NCCL_DEBUG", "VERSION")
-        out = tempfile.TemporaryFile()  # a file, not a pipe: a chatty rank must never block
-        outs.append(out)
-        procs.append(subprocess.Popen([sys.executable, os.path.abspath(__file__), "--child"], env=env,
-                                      stdout=out, stderr=subprocess.STDOUT, start_new_session=True))
-        LIVE.append(procs[-1])
-    deadline = time.monotonic() + timeout
-    timed_out = False
-    for p in procs:
-        try:
-            p.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            break
-    if timed_out:
-        for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
+        envs.append(env)
+    timed_out, results = rank_procs.run_ranks(__file__, envs, timeout)
     ok = not timed_out
-    for rank, p in enumerate(procs):
-        p.wait()
-        outs[rank].seek(0)
-        text = outs[rank].read().decode(errors="replace")
+    for rank, (returncode, text) in enumerate(results):
         lines = text.splitlines()
         # Keep the log short: torch's warnings can be long.
         if len(lines) > 40:
             lines = lines[:15] + ["... (%d lines cut)" % (len(lines) - 30)] + lines[-15:]
         for line in lines:
             print("[ws%d rank %d] %s" % (world, rank, line))
-        if p.returncode != 0 or "RANK_OK" not in text:
+        if returncode != 0 or "RANK_OK" not in text:
             ok = False
     status = "OK" if ok else ("TIMEOUT(%ds)" % timeout if timed_out else "FAIL")
     print("world %d: %s" % (world, status), flush=True)
