@@ -214,6 +214,28 @@ __device__ bool runStep(const LaneContext& c, const DevStep& s, const Combiner<E
   return runConnectedStep<P>(c, s, a, combine, sh, cache);
 }
 
+// A DevStep as the five 64-bit words it is made of (work_layout.h), and back.
+struct StepWords {
+  uint64_t srcOff, dstOff, count, indices, flags;
+};
+static_assert(sizeof(DevStep) == sizeof(StepWords));
+__device__ inline StepWords loadStepWords(const DevStep* p) {
+  const uint64_t* w = reinterpret_cast<const uint64_t*>(p);
+  return StepWords{w[0], w[1], w[2], w[3], w[4]};
+}
+__device__ inline DevStep decodeStep(const StepWords& w) {
+  DevStep s;
+  s.srcOff = w.srcOff;
+  s.dstOff = w.dstOff;
+  s.count = w.count;
+  s.src = uint16_t(w.indices);
+  s.dst = uint16_t(w.indices >> 16);
+  s.recvConn = int16_t(uint16_t(w.indices >> 32));
+  s.sendConn = int16_t(uint16_t(w.indices >> 48));
+  s.flags = uint8_t(w.flags);
+  return s;
+}
+
 template <class P, class E, class Op>
 __device__ bool runLane(const LaneContext& lane, const DevStep* steps, uint32_t nSteps, BlockShared& sh) {
   LaneContext c = lane;
@@ -237,11 +259,13 @@ __device__ bool runLane(const LaneContext& lane, const DevStep* steps, uint32_t 
   }
   ConnCache cache{kNoConn, kNoConn, 0, 0, 0};  // thread 0's
   bool ok = true;
-  // Each step is loaded while the one before runs: the load is not on the step's path.
-  DevStep next = nSteps > 0 ? steps[0] : DevStep{};
+  // Each step is loaded while the one before runs: the load is not on the step's path. It is
+  // carried as whole words: carried as a DevStep, its 16-bit fields lived in local memory (three
+  // stores and four loads a step in the SASS, with the steps pointer).
+  StepWords next = nSteps > 0 ? loadStepWords(steps) : StepWords{};
   for (uint32_t i = 0; i < nSteps; ++i) {
-    const DevStep s = next;
-    if (i + 1 < nSteps) next = steps[i + 1];
+    const DevStep s = decodeStep(next);
+    if (i + 1 < nSteps) next = loadStepWords(steps + i + 1);
     if (s.count == 0) continue;
     if (!runStep<P>(c, s, combine, sh, cache)) {
       ok = false;

@@ -36,6 +36,9 @@ struct DevStep {          // 40 bytes
   uint8_t flags;          // algo::kReduce | algo::kFinal
   uint8_t pad[7];
 };
+// The kernel reads a step as five words (executor_kernel.cuh StepWords): the fields' places.
+static_assert(offsetof(DevStep, src) == 24 && offsetof(DevStep, dst) == 26 && offsetof(DevStep, recvConn) == 28 &&
+              offsetof(DevStep, sendConn) == 30 && offsetof(DevStep, flags) == 32 && sizeof(DevStep) == 40);
 
 struct DevLane {
   uint32_t firstStep;
