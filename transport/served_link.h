@@ -31,6 +31,12 @@ struct ServedWords {
   // (or `ready`) from the host, and a stream may still write an older value after it; so the
   // leader, once its stream for this rank has drained, writes done = posted again.
   alignas(64) uint32_t posted;
+  // The served rank's stream, right after `ready`: the last collective number its posts so far
+  // hold (mod 2^32). The leader's stream waits on it before the leader's own kernels of a
+  // collective (ServedLeader::gate), so that no leader kernel spins while this rank's context
+  // has yet to run its `ready` write: the GPU would switch to that context only after a time
+  // slice (~1-2 ms) without MPS.
+  alignas(64) uint32_t readyColl;
 };
 
 class ServedPage {

@@ -267,6 +267,17 @@ std::vector<ServedGate> gatesOf(const CommLaunch& cl) {
   return perRank;
 }
 
+// The launch's first collective number, for the leader's gate (served.h); 0 when it has none, or
+// has sends or receives.
+uint64_t firstCollToGate(const CommLaunch& cl) {
+  for (const Task* t : cl.tasks)
+    if (t->coll == algo::Coll::SendRecv) return 0;
+  uint64_t first = 0;
+  for (const CallDesc& d : cl.calls)
+    if (d.seq > 0 && (first == 0 || d.seq < first)) first = d.seq;
+  return first;
+}
+
 ncclResult_t connectAndLaunch(CommLaunch& cl) {
   kernels::Launch& L = cl.launch;
   if (!cl.connected) {
@@ -312,6 +323,7 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
   if (served) {
     BRAID_CHECK(served->post(L, cl.servedCopies, cl.servedScratch, gatesOf(cl)));
   } else if (cl.comm->served && cl.comm->served->plan.any()) {
+    BRAID_CHECK(cl.comm->served->gate(L.stream, firstCollToGate(cl)));
     {
       std::lock_guard<std::mutex> lock(servedLaunchMutex(cl.comm->cudaDev));
       BRAID_CHECK(kernels::launch(L, &widest));

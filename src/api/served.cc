@@ -96,6 +96,10 @@ void Served::leaderLaunched(const std::vector<ServedGate>& perRank) {
   if (leader) leader->leaderLaunched(perRank);
 }
 
+ncclResult_t Served::gate(cudaStream_t stream, uint64_t firstColl) {
+  return leader ? leader->gate(stream, firstColl) : ncclSuccess;
+}
+
 void Served::release() {
   if (leader) leader->releaseLeader();
 }
@@ -297,8 +301,10 @@ ncclResult_t ServedMember::post(const kernels::Launch& L, const std::vector<Serv
   posted_.store(seq);
   counts_ = std::move(counts);
   lastColl_ = collSeq;
+  lastCollWord_.store(uint32_t(collSeq));
   transport::ServedWords* words = page_->device();
   cudaError_t e = transport::streamWrite(L.stream, &words->ready, seq);
+  if (e == cudaSuccess && collSeq > 0) e = transport::streamWrite(L.stream, &words->readyColl, uint32_t(collSeq));
   if (e == cudaSuccess) e = transport::streamWaitAtLeast(L.stream, &words->done, seq);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
@@ -312,6 +318,8 @@ ncclResult_t ServedMember::post(const kernels::Launch& L, const std::vector<Serv
 void ServedMember::release() {
   page_->host()->abort = 1;
   page_->host()->done = posted_.load();
+  // Ahead of any collective the leader's stream can be waiting for (it is never 2^30 calls ahead).
+  page_->host()->readyColl = lastCollWord_.load() + (1u << 30);
 }
 
 void ServedMember::close() {

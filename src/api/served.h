@@ -79,6 +79,11 @@ class Served {
   // for it, and waits (bounded: BRAID_SERVED_WAIT) until the served side of it is enqueued.
   // A no-op unless this rank leads.
   void leaderLaunched(const std::vector<ServedGate>& perRank);
+  // Before the leader rank's kernels of a launch whose first collective is number `firstColl`
+  // (and that has no send/recv: an earlier post of a served rank may wait for those): `stream`
+  // waits until every served rank's stream has issued that collective (ServedWords::readyColl).
+  // A no-op unless this rank leads; BRAID_SERVED_GATE=0 turns it off.
+  ncclResult_t gate(cudaStream_t stream, uint64_t firstColl);
   // Abort: the leader rank's calls stop waiting for the served ranks.
   void release();
 };
@@ -135,6 +140,7 @@ class ServedMember {
   std::atomic<uint32_t> posted_{0};
   // So far (under mutex_): the last collective number, and the send/recv ops with each rank.
   uint64_t lastColl_ = 0;
+  std::atomic<uint32_t> lastCollWord_{0};  // lastColl_, for release() (no lock: abort must not wait)
   std::vector<PeerCounts> counts_;
 };
 

@@ -86,6 +86,7 @@ void ServedLeader::serve() {
       } else if (head[1] == kBye) {
         m->open = false;
         open_.fetch_sub(1);
+        openGates(m->rank);
       } else gone(*m, "an unknown frame");
       launchReady();     // a post arrived, or a rank left: others' waiting posts may run now
       releaseTickets();  // and the leader's launches may be covered
@@ -131,12 +132,59 @@ bool ServedLeader::hello(Member& m, const std::vector<unsigned char>& frame, std
   }
   const std::vector<unsigned char> ack(1, 1);
   if (!transport::sendFrame(m.fd, ack, deadlineIn(kByeWaitSeconds), why)) return false;
+  addGate(m.rank, m.page.get());
   BRAID_INFO(kInit | kP2p, "served: rank %d runs the GPU work of rank %d (pid %lld)", rank_, h.rank,
              static_cast<long long>(h.pid));
   return true;
 }
 
+void ServedLeader::addGate(int rank, transport::ServedPage* page) {
+  std::lock_guard<std::mutex> lock(gateMutex_);
+  gates_.push_back(GateWord{rank, page, true});
+}
+
+// Opens the waits of the leader's streams on `rank`'s word (every rank's for -1), now and for
+// good: that rank's side will not come (it left, died, or the communicator aborts).
+void ServedLeader::openGates(int rank) {
+  std::lock_guard<std::mutex> lock(gateMutex_);
+  for (GateWord& g : gates_) {
+    if (rank >= 0 && g.rank != rank) continue;
+    g.open = false;
+    g.page->host()->readyColl = uint32_t(gatedColl_);
+  }
+}
+
+// Without it, the leader's kernel of a collective may start before a served rank's stream has
+// issued its side (its `ready` write, in that rank's own context) and spin for data that the
+// served kernels, which wait for that write, cannot send yet; the GPU then switches to the
+// served context only when the leader's time slice ends (~1-2 ms). A stream that waits
+// instead lets the switch happen at once. Only the first collective of the launch is waited
+// for: a served rank that issued it may still wait for this launch before issuing the next.
+ncclResult_t ServedLeader::gate(cudaStream_t stream, uint64_t firstColl) {
+  static const bool on = env::getInt("BRAID_SERVED_GATE", 1) != 0;
+  if (!on || firstColl == 0) return ncclSuccess;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaError_t e = cudaStreamIsCapturing(stream, &capture); e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return fail(ncclUnhandledCudaError, "served: rank %d: cudaStreamIsCapturing: %s", rank_, cudaGetErrorString(e));
+  }
+  if (capture != cudaStreamCaptureStatusNone) return ncclSuccess;  // a replay would find the words passed
+  std::lock_guard<std::mutex> lock(gateMutex_);
+  gatedColl_ = std::max(gatedColl_, firstColl);
+  for (const GateWord& g : gates_) {
+    if (!g.open) continue;
+    if (cudaError_t e = transport::streamWaitAtLeast(stream, &g.page->device()->readyColl, uint32_t(firstColl));
+        e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return fail(ncclUnhandledCudaError, "served: rank %d: waiting in the stream for rank %d's side of call #%llu "
+                  "(cuStreamWaitValue32): %s", rank_, g.rank, (unsigned long long)firstColl, cudaGetErrorString(e));
+    }
+  }
+  return ncclSuccess;
+}
+
 void ServedLeader::releaseLeader() {
+  openGates(-1);
   std::lock_guard<std::mutex> lock(ticketsMutex_);
   coveredUpTo_ = lastTicket_;
   tickets_.clear();
@@ -430,7 +478,7 @@ bool ServedLeader::drain(Member& m) {
 
 void ServedLeader::gone(Member& m, const std::string& why) {
   if (!m.open) return;
-  releaseLeader();  // the leader's launches need not wait for this rank's side any more
+  releaseLeader();  // the leader's launches (and streams: gate) need not wait for any served side any more
   BRAID_WARN("served: rank %d: lost the connection of rank %d, whose GPU work it runs (%s); that work is aborted", rank_,
              m.rank, why.c_str());
   m.open = false;
@@ -472,6 +520,10 @@ void ServedLeader::stop(bool abort) {
     (void)imports_.release();
     for (auto& m : members_) (void)m->page.release();
   } else {
+    {
+      std::lock_guard<std::mutex> gates(gateMutex_);
+      gates_.clear();  // their pages go with the members
+    }
     members_.clear();
     imports_.reset();
     workCache_.reset();

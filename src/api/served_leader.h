@@ -31,6 +31,7 @@ class ServedLeader {
   ~ServedLeader() { stop(true); }
   void stop(bool abort);
   void leaderLaunched(const std::vector<ServedGate>& perRank);
+  ncclResult_t gate(cudaStream_t stream, uint64_t firstColl);
   void releaseLeader();
 
  private:
@@ -71,6 +72,8 @@ class ServedLeader {
   void gone(Member& m, const std::string& why);
   bool drain(Member& m);
   void closeRetiredWhenIdle();
+  void addGate(int rank, transport::ServedPage* page);
+  void openGates(int rank);  // -1: every rank's
 
   ncclComm* comm_;
   int rank_;
@@ -96,6 +99,16 @@ class ServedLeader {
   uint32_t coveredUpTo_ = 0;  // the last ticket whose served side is enqueued (or released)
   std::deque<Ticket> tickets_;
   std::atomic<bool> saidSlow_{false};
+  // The served ranks' readyColl words the leader rank's streams wait on (gate), and the highest
+  // collective number waited for: writing it from the host opens every such wait.
+  struct GateWord {
+    int rank;
+    transport::ServedPage* page;
+    bool open;  // the rank is connected: gate waits for it
+  };
+  std::mutex gateMutex_;
+  std::vector<GateWord> gates_;
+  uint64_t gatedColl_ = 0;
 };
 
 }  // namespace braid::api
