@@ -116,12 +116,18 @@ TEST_P(SetupDeath, LeavesNothingInDevShm) {
   EXPECT_TRUE(braid::test::succeeded(results[0])) << results[0].output;
   EXPECT_NE(results[0].output.find("RESULT rc=6"), std::string::npos) << results[0].output;
   EXPECT_EQ(results[1].signal, SIGKILL) << braid::test::describeEnd(results[1]) << "\n" << results[1].output;
-  // Other tests beside this one make names that live for milliseconds; a leak stays.
+  // Other tests beside this one make names that live for milliseconds (one of them for seconds on
+  // end, so the folder is seldom free of them); a leak stays. So: the names new since `before`
+  // that are here now must all go; names that come later are others'.
+  std::set<std::string> suspects;
+  for (const std::string& name : braidShmNames())
+    if (!before.count(name)) suspects.insert(name);
   std::vector<std::string> left;
   for (int tries = 0; tries < 50; ++tries) {
     left.clear();
-    for (const std::string& name : braidShmNames())
-      if (!before.count(name)) left.push_back(name);
+    const std::set<std::string> now = braidShmNames();
+    for (const std::string& name : suspects)
+      if (now.count(name)) left.push_back(name);
     if (left.empty()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
