@@ -184,6 +184,7 @@ ncclResult_t Liveness::start(ncclComm* comm) {
   in_.assign(n_, -1);
   outClosedAt_.assign(n_, Clock::time_point{});
   seenEpoch_.assign(n_, 0);
+  startedBy_.assign(n_, 0);
   neighbours_ = livenessNeighbours(rank_, n_);
   // Connect to every neighbour at once; each side connects, so each pair has two connections
   // and a death is seen from both.
@@ -304,10 +305,11 @@ void Liveness::farewellAtExit() {
   n.kind = kLost;
   n.subject = n.origin = rank_;
   n.reason = kDestroyed;
+  n.epoch = comm_ ? comm_->calls.status(rank_).started : 0;
   sendToAll(n, -1);
 }
 
-void Liveness::peerLost(int rank, uint32_t why, const std::string& reason, bool tell) {
+void Liveness::peerLost(int rank, uint32_t why, const std::string& reason, bool tell, uint64_t started) {
   PeerState how = why == kDestroyed ? PeerState::Departed : PeerState::Dead;
   if (state(rank) != PeerState::Alive) return;  // known already (only this thread changes it)
   {
@@ -326,6 +328,7 @@ void Liveness::peerLost(int rank, uint32_t why, const std::string& reason, bool 
   }
   state_[rank].store(static_cast<uint8_t>(how), std::memory_order_release);
   if (how == PeerState::Departed) {
+    startedBy_[rank] = started;
     int none = -1;
     firstDeparted_.compare_exchange_strong(none, rank);
     BRAID_INFO(kInit, "rank %d: rank %d %s", rank_, rank, reason.c_str());
@@ -337,6 +340,7 @@ void Liveness::peerLost(int rank, uint32_t why, const std::string& reason, bool 
     n.subject = rank;
     n.origin = rank_;
     n.reason = why;
+    n.epoch = started;
     std::lock_guard<std::mutex> lock(queueMutex_);
     queue_.push_back(n);
   }
@@ -353,7 +357,7 @@ void Liveness::handleNotice(int from, const Notice& n) {
       std::string why = reasonText(n.reason);
       if (n.origin != n.subject) why += " (seen by rank " + std::to_string(n.origin) + ")";
       if (n.subject == rank_) break;  // news of ourselves: a peer's mistake
-      peerLost(n.subject, n.reason, why, true);
+      peerLost(n.subject, n.reason, why, true, n.epoch);
       break;
     }
     case kMismatch: {
@@ -516,6 +520,7 @@ void Liveness::run() {
       pollOnce(kPollMs);
       sendQueued();
       checkHang();
+      checkDeparted();
       uint32_t signals = gReportSignals.load(std::memory_order_relaxed);
       if (signals != seenSignals_) {
         seenSignals_ = signals;
@@ -538,12 +543,34 @@ void Liveness::closeAll() {
   bye.kind = kLost;
   bye.subject = bye.origin = rank_;
   bye.reason = aborting_ ? kAborted : kDestroyed;
+  bye.epoch = comm_ ? comm_->calls.status(rank_).started : 0;
   sendToAll(bye, -1);
   std::lock_guard<std::mutex> lock(sendMutex_);
   for (int& fd : out_) closeFd(fd);
   for (int& fd : in_) closeFd(fd);
   for (Pending& p : pending_) close(p.fd);
   pending_.clear();
+}
+
+void Liveness::checkDeparted() {
+  if (departureFailed_ || firstDeparted_.load(std::memory_order_acquire) < 0) return;
+  const CallStatus me = comm_->calls.status(rank_);
+  const uint64_t waiting = me.current.seq;  // the oldest collective not known complete (0: send/recv)
+  if (!me.inCall || waiting == 0 || waiting <= me.completed) return;
+  for (int r = 0; r < n_; ++r) {
+    if (state(r) != PeerState::Departed || startedBy_[r] >= waiting) continue;
+    departureFailed_ = true;
+    char text[512];
+    std::snprintf(text, sizeof(text),
+                  "rank %d (pid %d) destroyed its communicator after its collective #%llu, so this rank's %s can never "
+                  "complete. This communicator (rank %d of %d) cannot complete collectives any more. Fix: every rank "
+                  "must issue the same collectives before it destroys the communicator; abort this one (ncclCommAbort).",
+                  r, comm_->peers[r].pid, static_cast<unsigned long long>(startedBy_[r]),
+                  describeCall(me.current).c_str(), rank_, n_);
+    BRAID_WARN("%s", text);
+    markCommFailed(comm_, ncclRemoteError, text, /*cause=*/true);
+    return;
+  }
 }
 
 void Liveness::checkHang() {

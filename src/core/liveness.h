@@ -73,7 +73,7 @@ class Liveness {
     int32_t origin = -1;   // the rank that saw it first
     uint32_t reason = 0;   // lost: why (PeerState, and whether by abort)
     uint32_t pad = 0;
-    uint64_t epoch = 0;    // hang report: the origin's report number
+    uint64_t epoch = 0;    // hang report: the origin's report number; lost (destroyed): the collectives the subject started
     CallDesc mine, theirs; // mismatch: the origin's call and the subject's
   };
   // An accepted connection whose hello has not arrived yet.
@@ -93,7 +93,11 @@ class Liveness {
   static constexpr uint32_t kDestroyed = 1, kAborted = 2, kDied = 3;
 
  private:
-  void peerLost(int rank, uint32_t why, const std::string& reason, bool tell);
+  // `started`: for a rank that destroyed its communicator, the collectives it had started.
+  void peerLost(int rank, uint32_t why, const std::string& reason, bool tell, uint64_t started = 0);
+  // A collective of this rank that a departed rank never started can never complete: the
+  // communicator fails, naming that rank (else the call would wait for the hang report).
+  void checkDeparted();
   void queue(const Notice& n);
   void sendQueued();
   void sendToAll(const Notice& n, int except);
@@ -112,6 +116,8 @@ class Liveness {
   std::vector<Pending> pending_;         // accepted, hello not read yet
   std::unique_ptr<std::atomic<uint8_t>[]> state_;
   std::atomic<int> firstDeparted_{-1};
+  std::vector<uint64_t> startedBy_;      // by departed rank: the collectives it had started (monitor thread)
+  bool departureFailed_ = false;
   mutable std::mutex reasonMutex_;
   std::vector<std::string> reasons_;
 

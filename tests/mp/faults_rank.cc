@@ -10,6 +10,10 @@
 //                               every rank loops over COLL; VICTIM kills itself DELAY_US into the
 //                               loop. Survivors must fail with ncclRemoteError naming it. With
 //                               `unreaped` the victim is a child its parent does not reap.
+//   leave VICTIM CALLS          every rank but VICTIM issues CALLS all-reduces; VICTIM issues
+//                               CALLS - 1, destroys its communicator and exits normally: the
+//                               others' last call can never complete and must fail with
+//                               ncclRemoteError naming VICTIM ("LEARNED"), not hang.
 //   die-in-setup VICTIM POINT   VICTIM is killed at POINT of the first connection setup
 //                               (BRAID_FAULT_POINT: host-offer-made, host-offer-sent,
 //                               host-offer-received); the other rank's call fails.
@@ -301,6 +305,35 @@ int scenarioDie(const std::string& collName, int victim, int delayUs, bool unrea
   return 0;
 }
 
+int scenarioLeave(int victim, int calls) {
+  if (gDevice) gpu::start(gRank);
+  ncclComm_t comm = initComm();
+  size_t count = 1 << 12;
+  Buffers b(count);
+  const int mine = gRank == victim ? calls - 1 : calls;
+  auto start = Clock::now();
+  for (int i = 0; i < mine; ++i) {
+    ncclResult_t rc = settle(ncclAllReduce(b.in(), b.out(), count, ncclFloat32, ncclSum, comm, b.stream()), comm);
+    if (rc != ncclSuccess) {
+      say("LEARNED %.3f s rc=%d in call %d | %s\n", secondsSince(start), rc, i + 1, ncclGetLastError(comm));
+      EXPECT_TRUE(rc == ncclRemoteError && i + 1 == calls);
+      EXPECT_OK(ncclCommAbort(comm));
+      say("OK\n");
+      return 0;
+    }
+  }
+  if (gRank == victim) {
+    EXPECT_OK(ncclCommDestroy(comm));
+    say("LEFT after %d calls\n", mine);
+  } else {
+    say("FAIL: call %d completed without rank %d\n", calls, victim);
+    EXPECT_TRUE(false);
+    EXPECT_OK(ncclCommAbort(comm));
+  }
+  say("OK\n");
+  return 0;
+}
+
 // The victim is killed at a step of connection setup (BRAID_FAULT_POINT, set before braid
 // reads it); the survivor's call fails. The driver checks that /dev/shm keeps nothing.
 int scenarioDieInSetup(int victim, const std::string& point) {
@@ -482,6 +515,7 @@ int main(int argc, char** argv) {
   }
   if (s == "die") return scenarioDie(a.size() > 1 ? a[1] : "allreduce", intArg(a, 2, 1), intArg(a, 3, 1000),
                                      a.size() > 4 && a[4] == "unreaped");
+  if (s == "leave") return scenarioLeave(intArg(a, 1, 1), intArg(a, 2, 3));
   if (s == "die-in-setup") return scenarioDieInSetup(intArg(a, 1, 1), a.size() > 2 ? a[2] : "host-offer-sent");
   if (s == "hang") return scenarioHang();
   if (s == "call-cost") return scenarioCallCost(intArg(a, 1, 2000));

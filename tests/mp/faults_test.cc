@@ -99,6 +99,24 @@ TEST(FaultsDeath, UnreapedChildIsKnownDead) {
   }
 }
 
+// A rank that destroys its communicator one collective early: the others' last call can never
+// complete. It fails with ncclRemoteError naming the rank that left, well within the hang
+// report's 30 s (the ring's neighbours of the leaver wait for it; the others wait for them).
+TEST(FaultsLeave, CallsTheLeaverNeverIssuedFail) {
+  for (int n : {2, 4}) {
+    auto results = run(n, {"leave", std::to_string(n - 1), "3"}, 60, {{"BRAID_HANG_TIMEOUT", "30"}});
+    expectAllOk(results);
+    for (int r = 0; r + 1 < n; ++r) {
+      const std::string& out = results[r].output;
+      EXPECT_NE(out.find("LEARNED"), std::string::npos) << "rank " << r << " of " << n << ":\n" << out;
+      EXPECT_NE(out.find("| rank " + std::to_string(n - 1) + " (pid "), std::string::npos) << "rank " << r << ":\n" << out;
+      EXPECT_NE(out.find("destroyed its communicator after its collective #2"), std::string::npos) << out;
+      const size_t at = out.find("LEARNED ");
+      if (at != std::string::npos) EXPECT_LT(std::atof(out.c_str() + at + 8), 5.0) << out;
+    }
+  }
+}
+
 TEST(FaultsDeath, DeathBeforeTheFirstCollective) {
   expectDeathKnown(run(4, {"die", "allreduce", "3", "0"}, 60), 3, "death before the first collective");
 }
