@@ -171,6 +171,10 @@ __device__ bool runConnectedStep(const LaneContext& c, const DevStep& s, SliceAr
     // flag in shared memory could be set by a fast thread's next slice before a slow one read it.)
     const bool moved = P::template move<E, Op>(a, f, combine, p);
     if (__syncthreads_or(!moved)) return false;
+    // A network end's proxy sends only the bytes the slice wrote (Simple only crosses hosts);
+    // post's fence orders this word before the tail, as it does the slot.
+    if (threadIdx.x == 0 && out != nullptr && out->sizes != nullptr)
+      out->sizes[slotIndex(sendStep, p)] = uint32_t(a.n * sizeof(Raw));
     if (out != nullptr) ++sendStep;
     if (in != nullptr) ++recvStep;
     if (threadIdx.x == 0) P::post(p, out, in, sendStep, recvStep);

@@ -91,7 +91,7 @@ ncclResult_t buildConnTables(const Launch& w, Tables* t) {
     if (c.end.peerFifo == nullptr || c.end.peerTail == nullptr || c.end.localHead == nullptr)
       return fail(ncclInvalidArgument, "executor: send connection (channel %d, peer %d) has a null pointer", c.channel, c.peer);
     t->sendIndex.index.push_back({ConnKey{c.channel, c.peer}, int16_t(t->sends.size())});
-    t->sends.push_back(DevSendEnd{c.end.peerFifo, c.end.peerTail, c.end.localHead});
+    t->sends.push_back(DevSendEnd{c.end.peerFifo, c.end.peerTail, c.end.localHead, c.end.slotSizes});
   }
   t->recvs.reserve(w.recvs.size());
   t->recvIndex.index.reserve(w.recvs.size());
@@ -298,7 +298,9 @@ std::vector<uint32_t> pointerOffsets(const PackedKernel& k) {
   for (uint32_t i = 0; i < nBuffers; ++i) note(k.index.buffers + i * sizeof(void*));
   for (uint32_t i = 0; i < k.index.nSends; ++i) {
     const size_t at = k.index.sends + i * sizeof(DevSendEnd);
-    for (size_t f : {offsetof(DevSendEnd, fifo), offsetof(DevSendEnd, tail), offsetof(DevSendEnd, head)}) note(at + f);
+    for (size_t f : {offsetof(DevSendEnd, fifo), offsetof(DevSendEnd, tail), offsetof(DevSendEnd, head),
+                     offsetof(DevSendEnd, sizes)})
+      note(at + f);
   }
   for (uint32_t i = 0; i < k.index.nRecvs; ++i) {
     const size_t at = k.index.recvs + i * sizeof(DevRecvEnd);

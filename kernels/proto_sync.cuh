@@ -117,9 +117,11 @@ struct LineFlags {
 // Every FIFO braid makes has a power-of-two slot count (kernels/proto_layout.h defaultFifo), so
 // the slot is a mask of the step: a 64-bit `%` by a run-time count is a call of ~70 instructions
 // (the LL kernel's SASS: 8 call sites, twice a slice). Other counts keep the division.
+__device__ inline uint64_t slotIndex(uint64_t step, const KernelParams& p) {
+  return (p.nSlots & (p.nSlots - 1)) == 0 ? step & (p.nSlots - 1) : step % p.nSlots;
+}
 __device__ inline const char* slotOf(const char* fifo, uint64_t step, const KernelParams& p) {
-  const uint64_t slot = (p.nSlots & (p.nSlots - 1)) == 0 ? step & (p.nSlots - 1) : step % p.nSlots;
-  return fifo + slot * uint64_t(p.slotBytes);
+  return fifo + slotIndex(step, p) * uint64_t(p.slotBytes);
 }
 
 }  // namespace braid::kernels::device

@@ -62,6 +62,7 @@ struct DevSendEnd {
   char* fifo;
   uint64_t* tail;
   uint64_t* head;
+  uint32_t* sizes;  // per slot, the bytes a Simple slice wrote (a network end's proxy sends that many); or null
 };
 struct DevRecvEnd {
   const char* fifo;

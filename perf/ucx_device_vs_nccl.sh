@@ -14,6 +14,8 @@
 #   nccl-2x2    the same with 2 ranks per host: NCCL refuses two ranks of one host on one GPU
 #               ("Duplicate GPU"); kept to show it does (rc and the error in its log)
 #   braid-2x1, nccl-2x1   2 hosts x 1 rank each
+#   braid-*-gdr   with CUDA_UCX_LIB (a CUDA-built UCX's libucp.so.0): braid's FIFO slots in
+#               device memory handed to UCX (GPUDirect; UCX_TLS=tcp,cuda_copy)
 # NCCL_NVLS_ENABLE=0 always; nccl-tests' -D (NVLink multicast kernels) is never passed.
 # Environment: DEADLINE (seconds, default 500), ARGS (nccl-tests size flags, default
 # -b 8 -e 64M -f 2; -D refused), NT_BIN (nccl-tests binaries to reuse), BRAID_MAX_CTAS (braid's
@@ -49,13 +51,16 @@ trap '[ $mps_started = 1 ] && echo quit | nvidia-cuda-mps-control' EXIT
 echo "MPS: $(pgrep -f nvidia-cuda-mps-control >/dev/null && echo running || echo NOT running)" | tee -a "$summary"
 command -v ucx_info >/dev/null 2>&1 && { ucx_info -v | head -2; ucx_info -d | grep -E "Transport:" | sort | uniq -c; } >> "$summary"
 
-# One run: LABEL NP PER braid|nccl
+# One run: LABEL NP PER braid|nccl|braid-gdr
 run() {
   local label="$1" np="$2" per="$3" who="$4"
   local left=$((deadline - (SECONDS - start)))
   if [ "$left" -lt 25 ]; then echo "$label skipped (deadline)" | tee -a "$summary"; return; fi
   local envs=(-x NCCL_TESTS_DEVICE=0 -x NCCL_NVLS_ENABLE=0 -x EMULATED_RANKS_PER_HOST="$per" -x NCCL_SOCKET_IFNAME=lo)
-  if [ "$who" = braid ]; then
+  if [ "$who" = braid-gdr ]; then
+    envs+=(-x BRAID_UCX_LIBRARY="$CUDA_UCX_LIB" -x LD_LIBRARY_PATH="$(dirname "$CUDA_UCX_LIB")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+           -x LD_PRELOAD="$lib" -x UCX_TLS=tcp,cuda_copy -x UCX_NET_DEVICES=lo -x NCCL_MAX_CTAS="${BRAID_MAX_CTAS:-32}")
+  elif [ "$who" = braid ]; then
     # braid counts ranks per GPU per host: emulated hosts hide that 4 ranks share GPU 0, and
     # under MPS their kernels must fit its SMs together (132 on an H200): BRAID_MAX_CTAS a rank.
     envs+=(-x LD_PRELOAD="$lib" -x UCX_TLS=tcp -x UCX_NET_DEVICES=lo -x NCCL_MAX_CTAS="${BRAID_MAX_CTAS:-32}")
@@ -72,12 +77,11 @@ run() {
     tr -s ' ' | head -3 | paste -sd ';' -)" | tee -a "$summary"
 }
 
-run braid-2x2 4 2 braid
-run nccl-2x2 4 2 nccl
-run braid-4x1 4 1 braid
-run nccl-4x1 4 1 nccl
-run braid-2x1 2 1 braid
-run nccl-2x1 2 1 nccl
+# Each shape: braid staged, braid GPUDirect (with CUDA_UCX_LIB), NCCL; cheapest shape first.
+gdr() { [ -n "${CUDA_UCX_LIB:-}" ] && run "$1" "$2" "$3" braid-gdr; }
+run braid-2x1 2 1 braid; gdr braid-2x1-gdr 2 1; run nccl-2x1 2 1 nccl
+run braid-4x1 4 1 braid; gdr braid-4x1-gdr 4 1; run nccl-4x1 4 1 nccl
+run braid-2x2 4 2 braid; gdr braid-2x2-gdr 4 2; run nccl-2x2 4 2 nccl
 python3 "$here/nccl_tests_table.py" "$out" all_reduce | tee -a "$summary"
 [ -z "${NT_BIN:-}" ] && rm -rf "$nt"
 echo "done in $((SECONDS - start)) s"

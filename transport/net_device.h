@@ -3,17 +3,20 @@
 // unchanged; the UCX proxy (transport/ucx_net.h) joins the two hosts.
 //
 // Each end has its own FIFO in memory that both its CPU and its GPU reach (pinned, mapped:
-// cudaHostAlloc), zero-filled:
+// cudaHostAlloc), zero-filled; where UCX takes CUDA memory (GPUDirect, select.h
+// netSlotsInDeviceMemory) the slots are in device memory instead (cudaMalloc), which the proxy
+// hands to UCX without touching, and only the counters stay in pinned host memory:
 //   send end:    an outbox of nSlots slots + the tail the kernel writes (as if it were the
-//                receiver's), and the head the proxy writes as slots leave (the kernel's own
-//                step beside it, p2p_fifo.h).
+//                receiver's), the head the proxy writes as slots leave (the kernel's own
+//                step beside it, p2p_fifo.h), and the bytes each slot's slice wrote, which
+//                the kernel stores before the tail and the proxy sends (not the whole slot).
 //   receive end: the slots the proxy receives into + the tail it writes as they arrive (the
 //                kernel's own step beside it), and the head the kernel writes as it consumes,
 //                which the proxy returns to the sender as credit.
 // The proxy reads and writes the counters as the kernel's fences order them (Simple: the tail
 // moves after a system-scope fence.acq_rel, so a slot whose tail the proxy has seen is whole;
-// the proxy stores the tail only after UCX finished writing the slot). A whole slot travels
-// per message (the kernel does not say how much of a slot a slice used). The kernel cannot
+// the proxy stores the tail only after UCX finished writing the slot). A message carries the
+// bytes the slice wrote (an 8-byte call moved 256 KiB per hop before). The kernel cannot
 // wake the proxy, so the API calls UcxNet::kick() after each launch.
 //
 // The memory is handed to the UcxNet (keep()), which frees it after its proxy stopped: the
@@ -44,12 +47,23 @@ SharedMemory cudaPinnedMemory(int rank, int cudaDev);
 // Plain host memory, for tests without a GPU: `dev` == `host`.
 SharedMemory plainHostMemory();
 
+// Device memory for the slots that UCX takes directly (GPUDirect). free(dev) releases it.
+struct DeviceMemory {
+  std::function<ncclResult_t(size_t bytes, void** dev)> alloc;
+  std::function<void(void* dev)> free;
+};
+// cudaMalloc on `cudaDev`.
+DeviceMemory cudaDeviceMemory(int rank, int cudaDev);
+
 class NetDeviceLinks {
  public:
   // Not collective: each end sets itself up; the first slot a sender's proxy sends waits for
   // the receiver's posted receive (UCX's tag matching). slotBytes a multiple of 16, nSlots
   // at most kMaxNetSlots (net_fifo.h). Peers must be on other hosts, `net` connected to them.
-  static ncclResult_t connect(UcxNet& net, int rank, const SharedMemory& memory, uint32_t slotBytes, uint32_t nSlots,
+  // `slotMemory`: where the slots go when UCX takes them in device memory (`net` must then
+  // report cudaMemory()); nullptr: in `memory` with the counters.
+  static ncclResult_t connect(UcxNet& net, int rank, const SharedMemory& memory, const DeviceMemory* slotMemory,
+                              uint32_t slotBytes, uint32_t nSlots,
                               const std::vector<P2pLink>& sendTo, const std::vector<P2pLink>& recvFrom,
                               std::unique_ptr<NetDeviceLinks>* out);
 

@@ -5,7 +5,8 @@
 //   CPU engine (transport/host_fifo.h): slots of kFifoSlotBytes, each with a SlotHeader saying
 //     how many of its bytes are data; the counters are FifoControl's.
 //   GPU (transport/net_device.h): raw slots of the Simple protocol (no header: a whole slot
-//     travels) in pinned host memory, the counters words that the kernel reads and writes
+//     travels) in pinned host memory, or in device memory where UCX takes CUDA memory
+//     (cudaSlots), the counters words in pinned host memory that the kernel reads and writes
 //     through mapped pointers.
 // Sender end: `tail` = slots the engine filled (the proxy reads it); `head` = slots the proxy
 // has sent and the engine may fill again (the proxy writes it). Receiver end: `tail` = slots
@@ -31,12 +32,18 @@ struct NetFifo {
   std::atomic<uint64_t>* tail = nullptr;
   std::atomic<uint64_t>* head = nullptr;
   SlotHeader* headers = nullptr;         // per slot; null: every message is a whole slot
+  // Without headers, the sender's per-slot byte counts (the GPU's Simple slices write them
+  // before the tail): a message is that many bytes, a whole slot where it is 0 or null.
+  const uint32_t* slotSizes = nullptr;
   // Written by a GPU (or anything else that cannot wake the proxy): the proxy must look at
   // the counters on its own while such connections may move (transport/ucx_net.h kick()).
   bool polled = false;
   // Which engine's connection (part of each message's tag): the CPU engine's and the GPU's
   // connections on one (channel, peer) never take each other's messages.
   uint32_t space = kSpaceHost;
+  // The slots are CUDA device memory (GPUDirect, transport/net_device.h): the UcxNet maps them
+  // (ucp_mem_map) and hands them to UCX as such; the proxy never touches them itself.
+  bool cudaSlots = false;
 
   char* slot(uint64_t index) const { return slots + (index % nSlots) * slotBytes; }
 };

@@ -30,6 +30,8 @@ struct FifoSendEnd {
   // 128-byte stores of one warp instruction reach the receiver's FIFO whole and in order
   // (both ends on one GPU or joined by NVLink, FIFO in device memory): what LL128 needs.
   bool ordered128 = false;
+  // Network ends only (net_device.h): per slot, the bytes the Simple slice wrote, for the proxy.
+  uint32_t* slotSizes = nullptr;
 };
 
 struct FifoRecvEnd {

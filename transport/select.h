@@ -2,8 +2,9 @@
 // (issue 15 item 1): both engines and the init ask here.
 //   host memory:   same process: plain memory; same host: shared memory; other host: UCX.
 //   device memory: same process: pointers; same host: CUDA IPC (or FIFOs staged in pinned
-//                  shared memory, transport/p2p.h); other host: Simple FIFOs staged in pinned
-//                  host memory at each end, moved by the UCX proxy (transport/net_device.h).
+//                  shared memory, transport/p2p.h); other host: Simple FIFOs at each end, moved
+//                  by the UCX proxy (transport/net_device.h): in device memory handed to UCX
+//                  where it takes CUDA memory (GPUDirect), else staged in pinned host memory.
 #pragma once
 #include <string>
 #include <vector>
@@ -20,9 +21,8 @@ bool needsNetwork(const std::vector<PeerInfo>& peers, int me);
 
 // The GPU connection to a peer.
 //   P2p: pointers, CUDA IPC or pinned shared memory (P2pTransport decides which: planStaging).
-//   NetStaged: each end's FIFO in its own pinned host memory, the UCX proxy moves the slots.
-// (Device FIFOs handed to UCX directly, GPUDirect RDMA where UCX reports CUDA memory, are not
-// written yet: NetStaged is used there too.)
+//   NetStaged: each end's FIFO of its own, the UCX proxy moves the slots; the slots are in
+//     pinned host memory, or in device memory where netSlotsInDeviceMemory says so.
 enum class DeviceTransport { P2p, NetStaged };
 DeviceTransport deviceTransportOf(const PeerInfo& me, const PeerInfo& peer);
 
@@ -39,11 +39,22 @@ DeviceTransport deviceTransportOf(const PeerInfo& me, const PeerInfo& peer);
 bool carriesLL(DeviceTransport t);
 bool carriesLL128(DeviceTransport t);
 
+// GPUDirect: whether the GPU connections to other hosts keep their slots in device memory and
+// hand them to UCX as CUDA memory (UCX then moves them with its CUDA transports: a NIC's RDMA
+// straight into GPU memory where the machine has one, else its own copies), instead of
+// staging them in pinned host memory that the kernels reach over PCIe. Where the
+// communicator's UCX reports CUDA memory support (UcxNet::cudaMemory()), unless
+// BRAID_GPUDIRECT=0. `setting` is BRAID_GPUDIRECT's value (nullptr: unset).
+bool netSlotsInDeviceMemory(bool ucxCudaMemory, const char* setting);
+// The same, with the setting read from the environment.
+bool netSlotsInDeviceMemory(bool ucxCudaMemory);
+
 // "rank 0 -> rank 3: other host, UCX (host memory: ...; device memory: ...)". `ucxCudaMemory`:
-// the communicator's UCX reports CUDA memory support (UcxNet::cudaMemory()).
-std::string describeChoice(const std::vector<PeerInfo>& peers, int me, int peer, bool ucxCudaMemory = false);
+// the communicator's UCX reports CUDA memory support; `gpuDirect`: netSlotsInDeviceMemory.
+std::string describeChoice(const std::vector<PeerInfo>& peers, int me, int peer, bool ucxCudaMemory = false,
+                           bool gpuDirect = false);
 // One INFO line per peer (NCCL_DEBUG_SUBSYS=NET,P2P), at init; and once per process, where a
-// communicator has ranks on other hosts, whether UCX could take device memory directly.
-void logChoices(const std::vector<PeerInfo>& peers, int me, bool ucxCudaMemory = false);
+// communicator has ranks on other hosts, whether device memory goes to UCX directly, and why.
+void logChoices(const std::vector<PeerInfo>& peers, int me, bool ucxCudaMemory = false, bool gpuDirect = false);
 
 }  // namespace braid::transport

@@ -59,6 +59,8 @@ const Api* api(std::string* why) {
     get(table.requestCheckStatus, "ucp_request_check_status");
     get(table.requestCancel, "ucp_request_cancel");
     get(table.requestFree, "ucp_request_free");
+    get(table.memMap, "ucp_mem_map");
+    get(table.memUnmap, "ucp_mem_unmap");
     get(table.statusString, "ucs_status_string");
     if (!all) {
       error = "libucp.so.0 lacks " + error + ". Fix: install UCX 1.13 or newer";

@@ -35,6 +35,8 @@ struct Api {
   decltype(&::ucp_request_check_status) requestCheckStatus;
   decltype(&::ucp_request_cancel) requestCancel;
   decltype(&::ucp_request_free) requestFree;
+  decltype(&::ucp_mem_map) memMap;
+  decltype(&::ucp_mem_unmap) memUnmap;
   decltype(&::ucs_status_string) statusString;
 };
 

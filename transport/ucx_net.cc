@@ -1,5 +1,7 @@
 #include "transport/ucx_net.h"
 
+#include <cuda_runtime_api.h>
+
 #include <poll.h>
 #include <sched.h>
 #include <sys/eventfd.h>
@@ -76,6 +78,7 @@ struct SendConn {
   uint64_t credit = 0;  // the receiver's last head
   Pending creditRecv;
   ucp_tag_recv_info_t creditInfo{};
+  ucp_mem_h memh = nullptr;  // the slots' mapping (NetFifo::cudaSlots), when UCX could make one
   bool failed = false;
 };
 
@@ -103,8 +106,33 @@ struct RecvConn {
   ucp_tag_recv_info_t info[kMaxNetSlots]{};
   uint64_t creditOut = 0;
   Pending creditSend;
+  ucp_mem_h memh = nullptr;  // as SendConn::memh
   bool failed = false;
 };
+
+// The bytes of slot i to send when the slot has no header: what the engine wrote there (read
+// after the tail's acquire load, which the engine's fence ordered after this word).
+size_t messageBytes(const NetFifo& f, int i) {
+  if (f.slotSizes == nullptr) return f.slotBytes;
+  const uint32_t n = __atomic_load_n(&f.slotSizes[i], __ATOMIC_RELAXED);
+  return n == 0 || n > f.slotBytes ? f.slotBytes : n;
+}
+
+// Every transfer names its memory type, so that UCX never guesses it (its memtype cache is off,
+// start() says why): CUDA slots go with their mapping where there is one, and UCX moves them
+// with its CUDA transports (a NIC's RDMA into GPU memory, cuda_copy, cuda_ipc); the rest is
+// host memory.
+void describeMemory(const NetFifo& f, ucp_mem_h memh, ucp_request_param_t* p) {
+  p->op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+  p->memory_type = f.cudaSlots ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
+  if (memh == nullptr) return;
+  p->op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+  p->memh = memh;
+}
+void hostMemory(ucp_request_param_t* p) {
+  p->op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+  p->memory_type = UCS_MEMORY_TYPE_HOST;
+}
 
 class UcxNetImpl;
 
@@ -152,6 +180,10 @@ class UcxNetImpl final : public UcxNet {
   // Done (status in *status) or still running; frees a finished request.
   bool finished(Pending& p, ucs_status_t* status, ucp_tag_recv_info_t* info = nullptr);
   void failConn(int peer, const char* what, ucs_status_t status);
+  // The slots of a CUDA FIFO mapped for UCX (ucp_mem_map; nullptr where UCX could not, which
+  // it then registers itself as each transfer needs), and every such mapping released.
+  ncclResult_t mapSlots(const NetFifo& fifo, int peer, ucp_mem_h* memh);
+  void unmapSlots();
   void discardUnexpected();
   void shutdown();
 
@@ -232,6 +264,12 @@ ncclResult_t UcxNetImpl::start() {
     // (from ~32 KB over TCP) only added handshakes: 2 nodes x 1 rank, all-reduce of 64 KB
     // 234 -> 69 us, 256 KB 981 -> 244 us (medians of 3). Unless the user chose.
     if (s == UCS_OK && env::get("UCX_RNDV_THRESH") == nullptr) s = api_->configModify(config, "RNDV_THRESH", "inf");
+    // Every transfer names its memory type (describeMemory), so UCX's memtype cache only costs: it
+    // took the GPUDirect slots (cudaMalloc'd through braid's static CUDA runtime, which UCX's
+    // hooks did not see) for host memory, and the proxy then crashed or hung in UCX's host copies
+    // of them (libucx-cu13 1.22, H100: cache on, SIGSEGV or a hang; off, 96 runs 0 wrong).
+    // Unless the user chose.
+    if (s == UCS_OK && env::get("UCX_MEMTYPE_CACHE") == nullptr) s = api_->configModify(config, "MEMTYPE_CACHE", "n");
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
     params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
@@ -288,18 +326,58 @@ ncclResult_t UcxNetImpl::add(int channel, int peer, const NetFifo& fifo, bool se
       fifo.nSlots > kMaxNetSlots || fifo.slotBytes == 0 || fifo.space > 1)
     return fail(ncclInternalError, "rank %d: a UCX FIFO to rank %d (channel %d) of %u slots of %zu bytes; need 1..%u slots",
                 comm_->rank, peer, channel, fifo.nSlots, fifo.slotBytes, kMaxNetSlots);
+  ucp_mem_h memh = nullptr;
+  if (fifo.cudaSlots) BRAID_CHECK(mapSlots(fifo, peer, &memh));
   std::lock_guard<std::mutex> lock(mutex_);
   auto fill = [&](auto& conns, auto& fresh) {
     auto& c = conns.emplace_back();
     c.channel = channel;
     c.peer = peer;
     c.fifo = fifo;
+    c.memh = memh;
     fresh.push_back(&c);
   };
   if (send) fill(sends_, newSends_);
   else fill(recvs_, newRecvs_);
   fresh_.store(true, std::memory_order_release);
   return ncclSuccess;
+}
+
+ncclResult_t UcxNetImpl::mapSlots(const NetFifo& fifo, int peer, ucp_mem_h* memh) {
+  if (!cudaMemory_)
+    return fail(ncclInternalError, "rank %d: FIFO slots in CUDA memory for rank %d, but this UCX has no CUDA memory support",
+                comm_->rank, peer);
+  ucp_mem_map_params_t mp{};
+  mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
+  mp.address = fifo.slots;
+  mp.length = fifo.slotBytes * fifo.nSlots;
+  mp.memory_type = UCS_MEMORY_TYPE_CUDA;
+  std::lock_guard<std::mutex> lock(workerMutex_);  // the context's registration cache is the proxy's too
+  const ucs_status_t s = api_->memMap(context_, &mp, memh);
+  if (s != UCS_OK) {
+    // Not fatal: the transfers still name the memory type, and UCX registers what it must itself.
+    *memh = nullptr;
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true))
+      BRAID_INFO(kNet, "rank %d: UCX could not map %zu bytes of GPU memory for the FIFO to rank %d (ucp_mem_map: %s); "
+                 "its slots go to UCX as CUDA memory without a mapping", comm_->rank, size_t(mp.length), peer,
+                 api_->statusString(s));
+  }
+  return ncclSuccess;
+}
+
+// After the worker's last request: before the context goes, and before keep()'s memory is freed.
+void UcxNetImpl::unmapSlots() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto unmap = [&](auto& conns) {
+    for (auto& c : conns)
+      if (c.memh != nullptr) {
+        (void)api_->memUnmap(context_, c.memh);  // at teardown: nothing left to tell
+        c.memh = nullptr;
+      }
+  };
+  unmap(sends_);
+  unmap(recvs_);
 }
 
 bool UcxNetImpl::finished(Pending& p, ucs_status_t* status, ucp_tag_recv_info_t* info) {
@@ -347,6 +425,7 @@ bool UcxNetImpl::progressSend(SendConn& c) {
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FIELD_RECV_INFO;
     p.recv_info.tag_info = &c.creditInfo;
+    hostMemory(&p);
     if (!posted(api_->tagRecvNbx(worker_, &c.credit, sizeof c.credit, tagOf(kCredit, f.space, c.channel, c.peer, 0), kFullMask, &p),
                 &c.creditRecv, &s)) {
       failConn(c.peer, "posting a credit receive", s);
@@ -355,8 +434,8 @@ bool UcxNetImpl::progressSend(SendConn& c) {
     }
   }
   // Slots the engine posted, as far as the receiver has room.
-  // The GPU's slots carry no header: a whole slot goes (the kernel does not say how much of it
-  // a slice filled), one contiguous message.
+  // The GPU's slots carry no header: the bytes its slice wrote go (the kernel's word beside the
+  // tail; a whole slot without one), one contiguous message, in host or CUDA memory.
   const uint64_t tail = f.tail->load(std::memory_order_acquire);
   while (c.sent < tail && c.sent < c.remoteHead + f.nSlots) {
     const int i = static_cast<int>(c.sent % f.nSlots);
@@ -368,9 +447,11 @@ bool UcxNetImpl::progressSend(SendConn& c) {
       c.iov[i][1] = {f.slot(c.sent), static_cast<size_t>(std::min<uint64_t>(f.headers[i].bytes, f.slotBytes))};
       p.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
       p.datatype = ucp_dt_make_iov();
+      describeMemory(f, c.memh, &p);
       r = api_->tagSendNbx(links_[c.peer].ep, c.iov[i], 2, tag, &p);
     } else {
-      r = api_->tagSendNbx(links_[c.peer].ep, f.slot(c.sent), f.slotBytes, tag, &p);
+      describeMemory(f, c.memh, &p);
+      r = api_->tagSendNbx(links_[c.peer].ep, f.slot(c.sent), messageBytes(f, i), tag, &p);
     }
     if (!posted(r, &c.sends[i], &s)) {
       failConn(c.peer, "sending", s);
@@ -417,8 +498,10 @@ bool UcxNetImpl::progressRecv(RecvConn& c) {
       c.iov[i][1] = {f.slot(c.posted), f.slotBytes};
       p.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
       p.datatype = ucp_dt_make_iov();
+      describeMemory(f, c.memh, &p);
       r = api_->tagRecvNbx(worker_, c.iov[i], 2, tag, kFullMask, &p);
     } else {
+      describeMemory(f, c.memh, &p);
       r = api_->tagRecvNbx(worker_, f.slot(c.posted), f.slotBytes, tag, kFullMask, &p);
     }
     if (!posted(r, &c.recvs[i], &s)) {
@@ -463,6 +546,7 @@ bool UcxNetImpl::progressRecv(RecvConn& c) {
   if (linkUp && !c.creditSend.posted && due) {
     c.creditOut = head;
     ucp_request_param_t p{};
+    hostMemory(&p);
     if (!posted(api_->tagSendNbx(links_[c.peer].ep, &c.creditOut, sizeof c.creditOut,
                                  tagOf(kCredit, f.space, c.channel, comm_->rank, 0), &p),
                 &c.creditSend, &s)) {
@@ -595,6 +679,14 @@ void UcxNetImpl::run() {
   // The short waits below would otherwise each last the default 50 us of timer slack.
   if (prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL) != 0)
     BRAID_INFO(kNet, "rank %d: UCX proxy: PR_SET_TIMERSLACK failed: %s", comm_->rank, std::strerror(errno));
+  // UCX's CUDA transports copy GPUDirect slots (net_device.h) on this thread, in its current context.
+  if (cudaMemory_ && comm_->cudaDev >= 0) {
+    if (cudaError_t e = cudaSetDevice(comm_->cudaDev); e != cudaSuccess) {
+      (void)cudaGetLastError();
+      BRAID_INFO(kNet, "rank %d: UCX proxy: cudaSetDevice(%d) failed: %s", comm_->rank, comm_->cudaDev,
+                 cudaGetErrorString(e));
+    }
+  }
   Clock::time_point drainEnd{};
   uint64_t engineSeen = engineRounds_.load();
   std::unique_lock<std::mutex> lock(workerMutex_, std::defer_lock);
@@ -709,6 +801,7 @@ void UcxNetImpl::shutdown() {
   discardUnexpected();
   api_->workerDestroy(worker_);
   worker_ = nullptr;
+  unmapSlots();
   api_->cleanup(context_);
   context_ = nullptr;
 }

@@ -175,9 +175,12 @@ ncclResult_t GpuResources::ensureLinks(algo::Protocol proto, const Links& sends,
       return fail(ncclInternalError, "rank %d: rank %d is on another host, and this communicator has no UCX transport",
                   comm_->rank, peer);
     std::unique_ptr<transport::NetDeviceLinks> t;
+    const transport::DeviceMemory slots = transport::cudaDeviceMemory(comm_->rank, comm_->cudaDev);
+    const bool gpuDirect = transport::netSlotsInDeviceMemory(comm_->net->cudaMemory());
     BRAID_CHECK(transport::NetDeviceLinks::connect(*comm_->net, comm_->rank,
                                                    transport::cudaPinnedMemory(comm_->rank, comm_->cudaDev),
-                                                   shape.slotBytes, shape.nSlots, netSends, netRecvs, &t));
+                                                   gpuDirect ? &slots : nullptr, shape.slotBytes, shape.nSlots,
+                                                   netSends, netRecvs, &t));
     for (auto& l : netSends) (void)t->sendEnd(l.channel, l.peer, &sendEnds[{l.channel, l.peer}]);
     for (auto& l : netRecvs) (void)t->recvEnd(l.channel, l.peer, &recvEnds[{l.channel, l.peer}]);
     netLinks_.push_back(std::move(t));

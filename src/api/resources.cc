@@ -60,7 +60,8 @@ ncclResult_t createResources(ncclComm* comm) {
   // Collective: UCX to the other hosts; or (auto) the real NCCL serves the communicator.
   if (transport::needsNetwork(comm->peers, comm->rank)) BRAID_CHECK(connectOtherHosts(comm));
   if (!comm->servedByReal.load()) {
-    transport::logChoices(comm->peers, comm->rank, comm->net && comm->net->cudaMemory());
+    const bool cuda = comm->net && comm->net->cudaMemory();
+    transport::logChoices(comm->peers, comm->rank, cuda, transport::netSlotsInDeviceMemory(cuda));
     BRAID_CHECK(planServing(comm));  // collective when a GPU has ranks of several processes
   }
   comm->host = std::make_shared<HostTransport>(comm);

@@ -20,7 +20,9 @@
 #                 pair of rank processes its own BRAID_HOSTID (tests/net/emulated_host.sh), UCX
 #                 over TCP on lo; 2 hosts x 2 ranks (every collective, type, op, counts 0 1 7
 #                 4097 +1000003) and 2 x 1, against the float64 reference; the per-peer
-#                 transport INFO lines; NCCL_PROTO=LL and LL128 run with Simple and say so.
+#                 transport INFO lines; NCCL_PROTO=LL and LL128 run with Simple and say so;
+#                 the tree (NCCL_ALGO). With CUDA_UCX_LIB (a CUDA-built UCX's libucp.so.0):
+#                 GPUDirect, FIFO slots in device memory handed to UCX, the same runs.
 #                 Prints what `ucx_info` shows here. SKIP where UCX is missing.
 #   faults        tests/gpu/faults_device.sh: a rank killed among device all-reduces (2, 4
 #                 processes), mismatches with BRAID_CHECK_CALLS=1, abort during connection
@@ -173,6 +175,28 @@ if [ "${1:-}" = "--part" ]; then
       run_one "2 hosts x 2 NCCL_PROTO=LL128" 50 4 "NCCL_PROTO=LL128 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL,TUNING" -- "${small[@]}"
       if grep -qE "LL128 asked|LL128 runs only over same-GPU and NVLink hops" "$tmpf"; then echo "SUMMARY LL128 fallback logged PASS"
       else rc_all=1; echo "SUMMARY LL128 fallback logged FAIL"; fi
+      # The double binary tree across the two hosts (all-reduce and broadcast; the rest as tuned).
+      run_one "2 hosts x 2 tree" 60 4 "NCCL_ALGO=allreduce:tree;broadcast:tree NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING" -- collectives 0,1,7,4097 all --memory device
+      if grep -qiE "AllReduce.*tree|tree.*AllReduce" "$tmpf"; then echo "SUMMARY tree chosen (TUNING) PASS"
+      else rc_all=1; echo "SUMMARY tree chosen FAIL (no all-reduce tree at INFO TUNING)"; fi
+      # GPUDirect: a UCX built with CUDA (CUDA_UCX_LIB, its libucp.so.0; e.g. the libucx-cu13
+      # wheel's) takes the FIFO slots in device memory; UCX moves them over TCP with cuda_copy.
+      if [ -n "${CUDA_UCX_LIB:-}" ]; then
+        gdr="BRAID_UCX_LIBRARY=$CUDA_UCX_LIB LD_LIBRARY_PATH=$(dirname "$CUDA_UCX_LIB")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} UCX_TLS=tcp,cuda_copy"
+        ucxbin="$(dirname "$CUDA_UCX_LIB")/../bin/ucx_info"
+        [ -x "$ucxbin" ] && { echo "--- $ucxbin -v; -d (memory domains and transports)"; env $gdr "$ucxbin" -v | head -2;
+          env $gdr "$ucxbin" -d | grep -E "Transport:|Memory domain:|memory types" | sort | uniq -c | head -20; }
+        run_one "2 hosts x 2 GPUDirect, NET INFO" 60 4 "$gdr NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=NET,P2P,ALLOC" -- "${small[@]}"
+        grep -m3 -E "UCX [0-9]|CUDA memory support|device memory \(slots" "$tmpf"
+        if grep -q "handed to UCX as CUDA memory: GPUDirect" "$tmpf"; then echo "SUMMARY GPUDirect slots in device memory PASS"
+        else rc_all=1; echo "SUMMARY GPUDirect slots in device memory FAIL (no 'handed to UCX as CUDA memory' at INFO)"; fi
+        run_one "2 hosts x 2 GPUDirect" 200 4 "$gdr" -- collectives 0,1,7,4097 all --big 1000003 --memory device
+        run_one "2 hosts x 1 GPUDirect" 60 2 "$gdr EMULATED_RANKS_PER_HOST=1" -- collectives 0,1,7,4097 all --memory device
+        run_one "2 hosts x 2 GPUDirect tree" 60 4 "$gdr NCCL_ALGO=allreduce:tree;broadcast:tree" -- collectives 0,1,7,4097 all --memory device
+        run_one "2 hosts x 2 BRAID_GPUDIRECT=0" 40 4 "$gdr BRAID_GPUDIRECT=0 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=NET" -- "${small[@]}"
+        if grep -q "but BRAID_GPUDIRECT=0" "$tmpf"; then echo "SUMMARY GPUDirect off, logged PASS"
+        else rc_all=1; echo "SUMMARY GPUDirect off, logged FAIL"; fi
+      else echo "SUMMARY GPUDirect not run (CUDA_UCX_LIB unset: no UCX with CUDA support given)"; fi
       exit $rc_all ;;
     mp-proto)
       # The API with each protocol forced (NCCL_PROTO naming one), ranks as threads on one

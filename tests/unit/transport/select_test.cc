@@ -36,9 +36,21 @@ TEST(Select, DescribesEachChoice) {
   EXPECT_NE(far.find("other host: UCX"), std::string::npos);
   EXPECT_NE(far.find("device memory: Simple FIFOs staged in pinned host memory"), std::string::npos) << far;
   EXPECT_EQ(far.find("GPUDirect"), std::string::npos) << far;
-  // A UCX with CUDA memory is named, and that braid does not use it yet.
-  EXPECT_NE(transport::describeChoice(peers, 0, 3, true).find("UCX reports CUDA memory, GPUDirect not used yet"),
+  // GPUDirect is named where it is used, and why not where UCX could but BRAID_GPUDIRECT=0 said no.
+  EXPECT_NE(transport::describeChoice(peers, 0, 3, true, true).find("in device memory handed to UCX (GPUDirect)"),
             std::string::npos);
+  EXPECT_NE(transport::describeChoice(peers, 0, 3, true, false).find("GPUDirect off: BRAID_GPUDIRECT=0"),
+            std::string::npos);
+}
+
+// Device slots go to UCX only where it takes CUDA memory, and BRAID_GPUDIRECT=0 keeps them staged.
+TEST(Select, GpuDirectWhereUcxTakesCudaMemory) {
+  EXPECT_FALSE(transport::netSlotsInDeviceMemory(false, nullptr));
+  EXPECT_FALSE(transport::netSlotsInDeviceMemory(false, "1"));
+  EXPECT_TRUE(transport::netSlotsInDeviceMemory(true, nullptr));
+  EXPECT_TRUE(transport::netSlotsInDeviceMemory(true, "1"));
+  EXPECT_TRUE(transport::netSlotsInDeviceMemory(true, "auto"));
+  EXPECT_FALSE(transport::netSlotsInDeviceMemory(true, "0"));
 }
 
 // The GPU connection per peer: P2P (pointers, IPC or staged shared memory) on one host, the
