@@ -164,6 +164,11 @@ CallStatus CallState::status(int rank) {
   return s;
 }
 
+uint64_t CallState::started() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return started_;
+}
+
 uint64_t CallState::activity() {
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -81,6 +81,8 @@ class CallState {
   // and a number that changes whenever something moves (progress, a start, a completion).
   CallStatus status(int rank);
   uint64_t activity();
+  // The last collective number started (no CUDA call: also for the goodbye at process exit).
+  uint64_t started();
   // No call in flight: none on the host, and every enqueued one complete.
   bool idle();
 

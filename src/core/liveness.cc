@@ -305,7 +305,7 @@ void Liveness::farewellAtExit() {
   n.kind = kLost;
   n.subject = n.origin = rank_;
   n.reason = kDestroyed;
-  n.epoch = comm_ ? comm_->calls.status(rank_).started : 0;
+  n.epoch = comm_ ? comm_->calls.started() : 0;
   sendToAll(n, -1);
 }
 
@@ -543,7 +543,7 @@ void Liveness::closeAll() {
   bye.kind = kLost;
   bye.subject = bye.origin = rank_;
   bye.reason = aborting_ ? kAborted : kDestroyed;
-  bye.epoch = comm_ ? comm_->calls.status(rank_).started : 0;
+  bye.epoch = comm_ ? comm_->calls.started() : 0;
   sendToAll(bye, -1);
   std::lock_guard<std::mutex> lock(sendMutex_);
   for (int& fd : out_) closeFd(fd);
