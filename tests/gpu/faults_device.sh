@@ -58,6 +58,15 @@ done
 run "abort connect" 2 120 -- abort-thread connect 20
 verdict "abort connect" $? "$(grep -m1 -oE 'worst abort [0-9.]+ s worst return [0-9.]+ s' "$tmp")"
 
+# A rank that destroys its communicator one all-reduce early: the others' kernels stop, and
+# each names it (ncclRemoteError) within seconds, not at the hang report.
+for np in 2 4; do
+  run "leave np=$np" "$np" 60 -- leave $((np - 1)) 3
+  rc=$?
+  n=$(grep -c "LEARNED .* rank $((np - 1)) (pid [0-9]*) destroyed its communicator" "$tmp")
+  [ $rc -eq 0 ] && [ "$n" -eq $((np - 1)) ]; verdict "leave np=$np" $? "($n of $((np - 1)) ranks named the leaver)"
+done
+
 # A late rank: the others' kernels wait; their report says so.
 run "hang" 4 60 BRAID_HANG_TIMEOUT=1 -- hang
 rc=$?

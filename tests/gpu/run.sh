@@ -25,7 +25,8 @@
 #                 GPUDirect, FIFO slots in device memory handed to UCX, the same runs.
 #                 Prints what `ucx_info` shows here. SKIP where UCX is missing.
 #   faults        tests/gpu/faults_device.sh: a rank killed among device all-reduces (2, 4
-#                 processes), mismatches with BRAID_CHECK_CALLS=1, abort during connection
+#                 processes), a rank that leaves one all-reduce early (2, 4 processes),
+#                 mismatches with BRAID_CHECK_CALLS=1, abort during connection
 #                 setup, a hang report, the call check's cost per 8-byte all-reduce.
 #   doctor        tests/gpu/doctor_device.sh: braid-doctor's full run (JSON, plot) within 60 s,
 #                 its D2D within 15% of cudaMemcpy beside it, pinned H2D above pageable, the IPC
