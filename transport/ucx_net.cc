@@ -30,6 +30,9 @@
 #include "transport/select.h"
 #include "transport/ucx_address.h"
 #include "transport/ucx_api.h"
+#if BRAID_HAVE_UCX
+#include "transport/ucx_conn.h"
+#endif
 
 namespace braid::transport {
 
@@ -47,91 +50,10 @@ ncclResult_t UcxNet::create(ncclComm* comm, std::shared_ptr<UcxNet>* out) {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-// A message's tag: its kind, engine space (net_fifo.h), channel, the sending rank and (data)
-// the slot's sequence number, so that every receive names exactly the message it takes.
-// Bits: kind 2 | space 1 | channel 13 (data lanes and the call check's lane; the GPU's p2p
-// lanes from 64) | rank 20 | sequence 28 (at most kMaxNetSlots messages of a connection are in
-// flight, so 28 bits never alias).
-enum Kind : uint64_t { kData = 1, kCredit = 2 };
-constexpr int kMaxChannels = 1 << 13;
-constexpr int kMaxRanks = 1 << 20;
-ucp_tag_t tagOf(Kind kind, uint32_t space, int channel, int sender, uint64_t seq) {
-  return (uint64_t(kind) << 62) | (uint64_t(space & 1) << 61) | (uint64_t(channel) << 48) | (uint64_t(sender) << 28) |
-         (seq & 0xfffffffu);
-}
-constexpr ucp_tag_t kFullMask = ~ucp_tag_t(0);
-
-// A request's state: done (with its status) or still running.
-struct Pending {
-  void* request = nullptr;  // nullptr: completed at once, or nothing posted
-  bool posted = false;
-};
-
-struct SendConn {
-  int channel = 0, peer = 0;
-  NetFifo fifo;
-  uint64_t sent = 0, completed = 0, remoteHead = 0;
-  Pending sends[kMaxNetSlots];
-  ucp_dt_iov_t iov[kMaxNetSlots][2];
-  uint64_t credit = 0;  // the receiver's last head
-  Pending creditRecv;
-  ucp_tag_recv_info_t creditInfo{};
-  ucp_mem_h memh = nullptr;  // the slots' mapping (NetFifo::cudaSlots), when UCX could make one
-  bool failed = false;
-};
-
-// Credits go back in batches of half the FIFO: one message per consumed slot cost an 8 B
-// all-reduce a quarter of its time (direct, 2 nodes x 1 rank: 37 -> 27 us, median of 5 runs
-// each). The sender keeps at least nSlots - nSlots / 2 + 1 slots in flight. A credit held back
-// goes anyway once the engine has consumed nothing more for kCreditHold: a ring whose every
-// rank waits for space towards its neighbour, each holding a few uncredited slots, would
-// otherwise wait for ever.
-uint64_t creditBatch(const NetFifo& f) { return std::max<uint64_t>(1, f.nSlots / 2); }
-constexpr auto kCreditHold = std::chrono::microseconds(50);
+using namespace ucxconn;
 
 int64_t nowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
-}
-
-struct RecvConn {
-  int channel = 0, peer = 0;
-  NetFifo fifo;
-  uint64_t posted = 0, done = 0, creditSent = 0;
-  uint64_t headSeen = 0;          // the engine's head at the last look, and since when
-  Clock::time_point headSince{};
-  Pending recvs[kMaxNetSlots];
-  ucp_dt_iov_t iov[kMaxNetSlots][2];
-  ucp_tag_recv_info_t info[kMaxNetSlots]{};
-  uint64_t creditOut = 0;
-  Pending creditSend;
-  ucp_mem_h memh = nullptr;  // as SendConn::memh
-  bool failed = false;
-};
-
-// The bytes of slot i to send when the slot has no header: what the engine wrote there (read
-// after the tail's acquire load, which the engine's fence ordered after this word).
-size_t messageBytes(const NetFifo& f, int i) {
-  if (f.slotSizes == nullptr) return f.slotBytes;
-  const uint32_t n = __atomic_load_n(&f.slotSizes[i], __ATOMIC_RELAXED);
-  return n == 0 || n > f.slotBytes ? f.slotBytes : n;
-}
-
-// Every transfer names its memory type, so that UCX never guesses it (its memtype cache is off,
-// start() says why): CUDA slots go with their mapping where there is one, and UCX moves them
-// with its CUDA transports (a NIC's RDMA into GPU memory, cuda_copy, cuda_ipc); the rest is
-// host memory.
-void describeMemory(const NetFifo& f, ucp_mem_h memh, ucp_request_param_t* p) {
-  p->op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-  p->memory_type = f.cudaSlots ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
-  if (memh == nullptr) return;
-  p->op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
-  p->memh = memh;
-}
-void hostMemory(ucp_request_param_t* p) {
-  p->op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-  p->memory_type = UCS_MEMORY_TYPE_HOST;
 }
 
 class UcxNetImpl;
@@ -390,18 +312,6 @@ bool UcxNetImpl::finished(Pending& p, ucs_status_t* status, ucp_tag_recv_info_t*
   api_->requestFree(p.request);
   p.request = nullptr;
   *status = s;
-  return true;
-}
-
-// Posted with a result: nullptr (done at once), an error, or a request to poll.
-bool posted(ucs_status_ptr_t r, Pending* p, ucs_status_t* error) {
-  p->posted = true;
-  if (UCS_PTR_IS_ERR(r)) {
-    *error = UCS_PTR_STATUS(r);
-    p->posted = false;
-    return false;
-  }
-  p->request = r;
   return true;
 }
 
