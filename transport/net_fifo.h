@@ -4,8 +4,8 @@
 // connections' pinned FIFOs alike:
 //   CPU engine (transport/host_fifo.h): slots of kFifoSlotBytes, each with a SlotHeader saying
 //     how many of its bytes are data; the counters are FifoControl's.
-//   GPU (transport/net_device.h): raw slots of the Simple protocol (no header: a whole slot
-//     travels) in pinned host memory, or in device memory where UCX takes CUDA memory
+//   GPU (transport/net_device.h): raw slots of the Simple protocol (no header: the bytes its
+//     slice wrote travel, slotSizes) in pinned host memory, or in device memory where UCX takes CUDA memory
 //     (cudaSlots), the counters words in pinned host memory that the kernel reads and writes
 //     through mapped pointers.
 // Sender end: `tail` = slots the engine filled (the proxy reads it); `head` = slots the proxy

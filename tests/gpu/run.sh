@@ -167,8 +167,16 @@ if [ "${1:-}" = "--part" ]; then
       if grep -qF "rank 0 -> rank 2: other host: UCX" "$tmpf"; then echo "SUMMARY per-peer transport logged PASS"
       else rc_all=1; echo "SUMMARY per-peer transport logged FAIL (no 'rank 0 -> rank 2: other host: UCX' at INFO NET,P2P)"; fi
       grep -m1 -oE "UCX (here has no CUDA memory support|reports CUDA memory support)" "$tmpf" | sed 's/^/SUMMARY /'
-      run_one "2 hosts x 2" 200 4 "" -- collectives 0,1,7,4097 all --big 1000003 --memory device
-      run_one "2 hosts x 1" 60 2 "EMULATED_RANKS_PER_HOST=1" -- collectives 0,1,7,4097 all --memory device
+      # The matrix, staged or (GPUDirect) not: 2 x 2 with every count, 2 x 1, and the double binary
+      # tree across the two hosts (all-reduce and broadcast; the rest as tuned).
+      matrix() {  # LABEL-SUFFIX ENV
+        run_one "2 hosts x 2$1" 200 4 "$2" -- collectives 0,1,7,4097 all --big 1000003 --memory device
+        run_one "2 hosts x 1$1" 60 2 "$2 EMULATED_RANKS_PER_HOST=1" -- collectives 0,1,7,4097 all --memory device
+        run_one "2 hosts x 2 tree$1" 60 4 "$2 NCCL_ALGO=allreduce:tree;broadcast:tree NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING" -- collectives 0,1,7,4097 all --memory device
+        if grep -qiE "AllReduce.*tree|tree.*AllReduce" "$tmpf"; then echo "SUMMARY tree chosen (TUNING)$1 PASS"
+        else rc_all=1; echo "SUMMARY tree chosen$1 FAIL (no all-reduce tree at INFO TUNING)"; fi
+      }
+      matrix "" ""
       # LL and LL128 do not cross hosts (transport/select.h): asked for, they run with Simple, logged.
       run_one "2 hosts x 2 NCCL_PROTO=LL" 50 4 "NCCL_PROTO=LL NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL" -- "${small[@]}"
       if grep -q "LL asked, but this communicator has ranks on other hosts" "$tmpf"; then echo "SUMMARY LL fallback logged PASS"
@@ -176,10 +184,6 @@ if [ "${1:-}" = "--part" ]; then
       run_one "2 hosts x 2 NCCL_PROTO=LL128" 50 4 "NCCL_PROTO=LL128 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL,TUNING" -- "${small[@]}"
       if grep -qE "LL128 asked|LL128 runs only over same-GPU and NVLink hops" "$tmpf"; then echo "SUMMARY LL128 fallback logged PASS"
       else rc_all=1; echo "SUMMARY LL128 fallback logged FAIL"; fi
-      # The double binary tree across the two hosts (all-reduce and broadcast; the rest as tuned).
-      run_one "2 hosts x 2 tree" 60 4 "NCCL_ALGO=allreduce:tree;broadcast:tree NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING" -- collectives 0,1,7,4097 all --memory device
-      if grep -qiE "AllReduce.*tree|tree.*AllReduce" "$tmpf"; then echo "SUMMARY tree chosen (TUNING) PASS"
-      else rc_all=1; echo "SUMMARY tree chosen FAIL (no all-reduce tree at INFO TUNING)"; fi
       # GPUDirect: a UCX built with CUDA (CUDA_UCX_LIB, its libucp.so.0; e.g. the libucx-cu13
       # wheel's) takes the FIFO slots in device memory; UCX moves them over TCP with cuda_copy.
       if [ -n "${CUDA_UCX_LIB:-}" ]; then
@@ -191,9 +195,7 @@ if [ "${1:-}" = "--part" ]; then
         grep -m3 -E "UCX [0-9]|CUDA memory support|device memory \(slots" "$tmpf"
         if grep -q "handed to UCX as CUDA memory: GPUDirect" "$tmpf"; then echo "SUMMARY GPUDirect slots in device memory PASS"
         else rc_all=1; echo "SUMMARY GPUDirect slots in device memory FAIL (no 'handed to UCX as CUDA memory' at INFO)"; fi
-        run_one "2 hosts x 2 GPUDirect" 200 4 "$gdr" -- collectives 0,1,7,4097 all --big 1000003 --memory device
-        run_one "2 hosts x 1 GPUDirect" 60 2 "$gdr EMULATED_RANKS_PER_HOST=1" -- collectives 0,1,7,4097 all --memory device
-        run_one "2 hosts x 2 GPUDirect tree" 60 4 "$gdr NCCL_ALGO=allreduce:tree;broadcast:tree" -- collectives 0,1,7,4097 all --memory device
+        matrix " GPUDirect" "$gdr"
         run_one "2 hosts x 2 BRAID_GPUDIRECT=0" 40 4 "$gdr BRAID_GPUDIRECT=0 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=NET" -- "${small[@]}"
         if grep -q "but BRAID_GPUDIRECT=0" "$tmpf"; then echo "SUMMARY GPUDirect off, logged PASS"
         else rc_all=1; echo "SUMMARY GPUDirect off, logged FAIL"; fi
