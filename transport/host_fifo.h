@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 
 namespace braid {
 
@@ -41,5 +42,14 @@ struct FifoLayout {
     return static_cast<char*>(base) + kDataOffset + (index % kFifoSlots) * kFifoSlotBytes;
   }
 };
+
+// A FIFO in this process's own memory, its control block initialised (nullptr: out of
+// memory): a same-process receiver's, and each end's of a connection to another host.
+inline void* newHostFifo() {
+  void* base = ::operator new(FifoLayout::kBytes, std::align_val_t(4096), std::nothrow);
+  if (base) new (base) FifoControl();
+  return base;
+}
+inline void freeHostFifo(void* base) { ::operator delete(base, std::align_val_t(4096)); }
 
 }  // namespace braid

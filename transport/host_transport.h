@@ -1,8 +1,7 @@
-// Host-memory connections between the ranks of one communicator, created on first use.
-// Same process: plain memory. Same host: a POSIX shared-memory segment created by the
-// receiver and unlinked as soon as the sender has mapped it, so that nothing is left in
-// /dev/shm when a process dies. Other hosts: each end has a FIFO in its own memory, and the
-// communicator's UCX proxy (transport/ucx_net.h) moves the slots between them.
+// Host-memory connections between the ranks of one communicator, created on first use, each
+// by the transport select.h picks for its peer (transport.h: memory within a process, shared
+// memory within a host, UCX to other hosts). This class keeps the connections and runs the
+// three phases; the transports make and release the ends.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "nccl.h"
+#include "transport/transport.h"
 
 struct ncclComm;
 
@@ -23,8 +23,7 @@ struct HostConnection {
   uint64_t consumed = 0;    // receiver side: slots read
 };
 
-// (channel, peer) for one direction.
-using ConnKey = std::pair<int, int>;
+using transport::ConnKey;
 
 class HostTransport {
  public:
@@ -46,17 +45,11 @@ class HostTransport {
   void close(bool abort);
 
  private:
-  struct Segment {
-    void* base = nullptr;
-    bool ownedHeap = false;  // allocated here: for a same-process peer, or either end of a network link
-    std::string shmName;     // still linked until the sender acknowledged
-  };
-  // One end of a connection to another host: a FIFO of its own, handed to the UCX proxy.
-  ncclResult_t attachNetwork(const ConnKey& key, bool send);
+  const transport::HostLinkTransport& transportTo(int peer) const;
 
   ncclComm* comm_;
   std::map<ConnKey, HostConnection> sends_, recvs_;
-  std::map<ConnKey, Segment> recvSegments_, sendSegments_;
+  std::map<ConnKey, transport::HostSegment> recvSegments_, sendSegments_;
   std::set<ConnKey> pendingRecvs_;
 };
 

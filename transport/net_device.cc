@@ -9,6 +9,7 @@
 #include "core/cuda_scope.h"
 #include "core/log.h"
 #include "transport/net_fifo.h"
+#include "transport/select.h"
 #include "transport/ucx_net.h"
 
 namespace braid::transport {
@@ -115,6 +116,7 @@ ncclResult_t NetDeviceLinks::connect(UcxNet& net, int rank, const SharedMemory& 
   }
   const size_t sharedBytes = n * recordBytes, deviceBytes = slotMemory ? n * fifoBytes : 0;
   t->bytes_ = sharedBytes + deviceBytes;
+  t->hostBytes_ = sharedBytes;
   void *host = nullptr, *dev = nullptr, *slots = nullptr;
   BRAID_CHECK(memory.alloc(sharedBytes, &host, &dev));
   // The UcxNet frees it once its proxy has stopped; from here on, also when this fails.
@@ -205,6 +207,38 @@ bool NetDeviceLinks::recvEnd(int channel, int peer, FifoRecvEnd* out) const {
       return true;
     }
   return false;
+}
+
+namespace {
+
+// Ranks on other hosts: Simple FIFOs at each end, moved by the communicator's UCX proxy.
+class NetDeviceTransport final : public DeviceTransport {
+ public:
+  const char* name() const override { return "UCX"; }
+  bool canConnect(const PeerInfo& me, const PeerInfo& peer) const override { return me.hostHash != peer.hostHash; }
+  bool carriesLL() const override { return false; }     // select.h says why
+  bool carriesLL128() const override { return false; }
+  ncclResult_t connect(const DeviceConnectContext& ctx, const std::vector<P2pLink>& sends,
+                       const std::vector<P2pLink>& recvs, std::unique_ptr<DeviceLinks>* out) const override {
+    const int peer = !sends.empty() ? sends.front().peer : recvs.empty() ? -1 : recvs.front().peer;
+    if (ctx.net == nullptr)
+      return fail(ncclInternalError, "rank %d: rank %d is on another host, and this communicator has no UCX transport",
+                  ctx.rank, peer);
+    const DeviceMemory slots = cudaDeviceMemory(ctx.rank, ctx.cudaDev);
+    const bool gpuDirect = netSlotsInDeviceMemory(ctx.net->cudaMemory());
+    std::unique_ptr<NetDeviceLinks> t;
+    BRAID_CHECK(NetDeviceLinks::connect(*ctx.net, ctx.rank, cudaPinnedMemory(ctx.rank, ctx.cudaDev),
+                                        gpuDirect ? &slots : nullptr, ctx.slotBytes, ctx.nSlots, sends, recvs, &t));
+    *out = std::move(t);
+    return ncclSuccess;
+  }
+};
+
+}  // namespace
+
+const DeviceTransport& netDeviceTransport() {
+  static const NetDeviceTransport t;
+  return t;
 }
 
 }  // namespace braid::transport

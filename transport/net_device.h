@@ -31,6 +31,7 @@
 #include "nccl.h"
 #include "transport/p2p.h"
 #include "transport/p2p_fifo.h"
+#include "transport/transport.h"
 
 namespace braid::transport {
 
@@ -55,7 +56,8 @@ struct DeviceMemory {
 // cudaMalloc on `cudaDev`.
 DeviceMemory cudaDeviceMemory(int rank, int cudaDev);
 
-class NetDeviceLinks {
+// The ucx seam's GPU connections (transport.h); netDeviceTransport() makes them.
+class NetDeviceLinks final : public DeviceLinks {
  public:
   // Not collective: each end sets itself up; the first slot a sender's proxy sends waits for
   // the receiver's posted receive (UCX's tag matching). slotBytes a multiple of 16, nSlots
@@ -68,9 +70,13 @@ class NetDeviceLinks {
                               std::unique_ptr<NetDeviceLinks>* out);
 
   // False when connect() was not asked for that link. Never ordered128 (select.h carriesLL128).
-  bool sendEnd(int channel, int peer, FifoSendEnd* out) const;
-  bool recvEnd(int channel, int peer, FifoRecvEnd* out) const;
-  size_t bytesAllocated() const { return bytes_; }
+  bool sendEnd(int channel, int peer, FifoSendEnd* out) const override;
+  bool recvEnd(int channel, int peer, FifoRecvEnd* out) const override;
+  size_t bytesAllocated() const override { return bytes_; }
+  size_t hostBytes() const override { return hostBytes_; }
+  bool systemScope() const override { return true; }  // the proxy reads and writes them
+  bool proxied() const override { return true; }
+  ncclResult_t close() override { return ncclSuccess; }  // the memory is the UcxNet's (keep())
 
  private:
   NetDeviceLinks() = default;
@@ -78,6 +84,7 @@ class NetDeviceLinks {
   std::vector<FifoSendEnd> sendEnds_;
   std::vector<FifoRecvEnd> recvEnds_;
   size_t bytes_ = 0;
+  size_t hostBytes_ = 0;  // the counters, and the slots unless they are in device memory
 };
 
 }  // namespace braid::transport

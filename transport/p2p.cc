@@ -492,4 +492,43 @@ P2pTransport::~P2pTransport() {
   if (!closed_) (void)releaseLocal();
 }
 
+P2pPeerInfo p2pPeerInfo(const PeerInfo& p) {
+  P2pPeerInfo info;
+  info.rank = p.rank;
+  info.cudaDev = p.cudaDev;
+  info.pid = p.pid;
+  info.hostHash = p.hostHash;
+  unsigned domain = 0, bus = 0, dev = 0, fn = 0;
+  if (std::sscanf(p.busId, "%x:%x:%x.%x", &domain, &bus, &dev, &fn) == 4)
+    info.busId = (int64_t(domain) << 20) | (bus << 12) | (dev << 4) | fn;
+  return info;
+}
+
+namespace {
+
+// Ranks of one host: pointers, CUDA IPC, or a region staged in pinned shared host memory.
+class P2pDeviceTransport final : public DeviceTransport {
+ public:
+  const char* name() const override { return "P2P"; }
+  bool canConnect(const PeerInfo& me, const PeerInfo& peer) const override { return me.hostHash == peer.hostHash; }
+  bool carriesLL() const override { return true; }    // 8-byte words arrive whole, also in host memory
+  bool carriesLL128() const override { return true; }  // where an end is ordered128 (p2p.h)
+  ncclResult_t connect(const DeviceConnectContext& ctx, const std::vector<P2pLink>& sends,
+                       const std::vector<P2pLink>& recvs, std::unique_ptr<DeviceLinks>* out) const override {
+    std::vector<P2pPeerInfo> peers;
+    for (const PeerInfo& p : *ctx.peers) peers.push_back(p2pPeerInfo(p));
+    std::unique_ptr<P2pTransport> t;
+    BRAID_CHECK(P2pTransport::connect(*ctx.boot, peers, {ctx.slotBytes, ctx.nSlots}, sends, recvs, &t));
+    *out = std::move(t);
+    return ncclSuccess;
+  }
+};
+
+}  // namespace
+
+const DeviceTransport& p2pDeviceTransport() {
+  static const P2pDeviceTransport t;
+  return t;
+}
+
 }  // namespace braid::transport

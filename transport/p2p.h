@@ -20,6 +20,7 @@
 #include "core/bootstrap.h"
 #include "nccl.h"
 #include "transport/p2p_fifo.h"
+#include "transport/transport.h"
 
 namespace braid::transport {
 
@@ -31,16 +32,12 @@ struct P2pPeerInfo {
   uint64_t hostHash = 0;  // ranks with equal hostHash and pid share an address space
   int64_t busId = -1;     // PCI bus id of the GPU as a number; tells GPUs apart across processes
 };
+// A rank as this transport names it (its GPU's bus id as a number).
+P2pPeerInfo p2pPeerInfo(const PeerInfo& p);
 
 struct P2pOptions {
   uint32_t slotBytes = 512 * 1024;  // a multiple of 16
   uint32_t nSlots = 8;
-};
-
-// One connection seen from this rank: (channel, the other rank).
-struct P2pLink {
-  int channel = 0;
-  int peer = 0;
 };
 
 // Why this rank's region must be staged in host memory for a linked peer (kNone: it need
@@ -88,7 +85,8 @@ GpuQueries cudaGpuQueries();
 // "0000:18:00.0" for P2pPeerInfo::busId (domain<<20 | bus<<12 | dev<<4 | fn); "?" when < 0.
 std::string busIdString(int64_t busId);
 
-class P2pTransport {
+// The p2p seam's connections (transport.h); p2pDeviceTransport() makes them.
+class P2pTransport final : public DeviceLinks {
  public:
   // Collective over `boot` (all ranks that share a link call it). A send link (c, p) on
   // rank r needs the recv link (c, r) on rank p. `peers` is indexed by rank.
@@ -96,24 +94,27 @@ class P2pTransport {
                               const std::vector<P2pLink>& sendTo, const std::vector<P2pLink>& recvFrom,
                               std::unique_ptr<P2pTransport>* out);
   // Frees without the teardown barrier when close() was not called (abort paths).
-  ~P2pTransport();
+  ~P2pTransport() override;
   P2pTransport(const P2pTransport&) = delete;
   P2pTransport& operator=(const P2pTransport&) = delete;
 
   // Collective: closes imported handles, waits for every peer to do the same, then frees.
-  ncclResult_t close();
+  ncclResult_t close() override;
 
   // False when connect() was not asked for that link. An end is marked ordered128 when both
   // ranks found an ordered128Path between them and neither region is staged in host memory.
-  bool sendEnd(int channel, int peer, FifoSendEnd* out) const;
-  bool recvEnd(int channel, int peer, FifoRecvEnd* out) const;
+  bool sendEnd(int channel, int peer, FifoSendEnd* out) const override;
+  bool recvEnd(int channel, int peer, FifoRecvEnd* out) const override;
   const std::vector<P2pLink>& sendLinks() const { return sendTo_; }
   const std::vector<P2pLink>& recvLinks() const { return recvFrom_; }
 
   // The size of this rank's FIFO region: device memory, or, when hostStaged(), pinned host
   // memory (shared memory that the peers map too; no device memory is used then).
-  size_t bytesAllocated() const { return regionBytes_; }
+  size_t bytesAllocated() const override { return regionBytes_; }
   bool hostStaged() const { return hostStaged_; }
+  size_t hostBytes() const override { return hostStaged_ ? regionBytes_ : 0; }
+  bool systemScope() const override { return hostStaged_; }
+  bool proxied() const override { return false; }
 
  private:
   P2pTransport() = default;

@@ -19,12 +19,22 @@ bool needsNetwork(const std::vector<PeerInfo>& peers, int me) {
   return false;
 }
 
-DeviceTransport deviceTransportOf(const PeerInfo& me, const PeerInfo& peer) {
-  return localityOf(me, peer) == Locality::OtherHost ? DeviceTransport::NetStaged : DeviceTransport::P2p;
+const std::vector<const DeviceTransport*>& deviceTransports() {
+  static const std::vector<const DeviceTransport*> all{&p2pDeviceTransport(), &netDeviceTransport()};
+  return all;
 }
 
-bool carriesLL(DeviceTransport t) { return t == DeviceTransport::P2p; }
-bool carriesLL128(DeviceTransport t) { return t == DeviceTransport::P2p; }
+const DeviceTransport& deviceTransportOf(const PeerInfo& me, const PeerInfo& peer) {
+  for (const DeviceTransport* t : deviceTransports())
+    if (t->canConnect(me, peer)) return *t;
+  return netDeviceTransport();  // not reached: the two cover every pair
+}
+
+const HostLinkTransport& hostTransportOf(const PeerInfo& me, const PeerInfo& peer) {
+  for (const HostLinkTransport* t : {&memoryHostTransport(), &shmHostTransport(), &netHostTransport()})
+    if (t->canConnect(me, peer)) return *t;
+  return netHostTransport();  // not reached: the three cover every pair
+}
 
 bool netSlotsInDeviceMemory(bool ucxCudaMemory, const char* setting) {
   return ucxCudaMemory && !(setting != nullptr && std::strcmp(setting, "0") == 0);
@@ -35,19 +45,24 @@ bool netSlotsInDeviceMemory(bool ucxCudaMemory) {
 }
 
 std::string describeChoice(const std::vector<PeerInfo>& peers, int me, int peer, bool ucxCudaMemory, bool gpuDirect) {
-  std::string text;
-  switch (localityOf(peers[me], peers[peer])) {
-    case Locality::SameProcess: text = "same process: plain memory (host), pointers (device)"; break;
-    case Locality::SameHost: text = "same host: shared memory (host), CUDA IPC or staged FIFOs (device)"; break;
+  const PeerInfo &a = peers[me], &b = peers[peer];
+  const Locality where = localityOf(a, b);
+  std::string detail;
+  switch (where) {
+    case Locality::SameProcess: detail = "pointers"; break;
+    case Locality::SameHost: detail = "CUDA IPC, or FIFOs staged in pinned shared memory"; break;
     case Locality::OtherHost:
-      text = std::string("other host: UCX (host memory: the CPU engine's FIFOs; device memory: Simple FIFOs ") +
-             (gpuDirect ? "in device memory handed to UCX (GPUDirect)"
-                        : ucxCudaMemory ? "staged in pinned host memory (GPUDirect off: BRAID_GPUDIRECT=0)"
-                                        : "staged in pinned host memory") +
-             ", no LL/LL128)";
+      detail = std::string("Simple FIFOs ") +
+               (gpuDirect ? "in device memory handed to UCX (GPUDirect)"
+                          : ucxCudaMemory ? "staged in pinned host memory (GPUDirect off: BRAID_GPUDIRECT=0)"
+                                          : "staged in pinned host memory") +
+               ", no LL/LL128";
       break;
   }
-  return "rank " + std::to_string(me) + " -> rank " + std::to_string(peer) + ": " + text;
+  static const char* const kWhere[] = {"same process", "same host", "other host"};
+  return "rank " + std::to_string(me) + " -> rank " + std::to_string(peer) + ": " + kWhere[int(where)] + ": " +
+         hostTransportOf(a, b).name() + " for host memory, " + deviceTransportOf(a, b).name() +
+         " for device memory (" + detail + ")";
 }
 
 void logChoices(const std::vector<PeerInfo>& peers, int me, bool ucxCudaMemory, bool gpuDirect) {

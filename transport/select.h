@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/peer_info.h"
+#include "transport/transport.h"
 
 namespace braid::transport {
 
@@ -19,25 +20,30 @@ Locality localityOf(const PeerInfo& me, const PeerInfo& peer);
 // Whether some peer runs on another host (a communicator that needs UCX at init).
 bool needsNetwork(const std::vector<PeerInfo>& peers, int me);
 
-// The GPU connection to a peer.
-//   P2p: pointers, CUDA IPC or pinned shared memory (P2pTransport decides which: planStaging).
-//   NetStaged: each end's FIFO of its own, the UCX proxy moves the slots; the slots are in
-//     pinned host memory, or in device memory where netSlotsInDeviceMemory says so.
-enum class DeviceTransport { P2p, NetStaged };
-DeviceTransport deviceTransportOf(const PeerInfo& me, const PeerInfo& peer);
-
-// Which protocols (kernels/proto_*.cuh) a GPU connection carries.
+// The GPU connection to a peer: the first of deviceTransports() that can connect the two.
+//   P2P (p2p.h): pointers, CUDA IPC or pinned shared memory (P2pTransport decides which:
+//     planStaging).
+//   UCX (net_device.h): each end's FIFO of its own, the UCX proxy moves the slots; the slots
+//     are in pinned host memory, or in device memory where netSlotsInDeviceMemory says so.
+// Which protocols (kernels/proto_*.cuh) each carries:
 //   Simple: every transport (a slot is full when the tail counter says so).
-//   LL: P2p (every 8-byte word carries its flag and arrives whole, also in host memory); not
-//       NetStaged: LL moves no tail counter, so the proxy could not tell when a slot is full
-//       or how much of it a slice wrote (it would have to scan lines for flags and forward
-//       them as they appear, in 8-byte-atomic writes at the far end: not written).
-//   LL128: only P2p links that P2pTransport marks ordered128 (one GPU or NVLink); never
-//       NetStaged: the 128-byte line reaches the far end through the proxy's send, TCP and a
-//       CPU copy into pinned memory that the GPU reads over PCIe, none of which keeps a line
-//       whole, so a reader could see the flag before the 120 data bytes beside it.
-bool carriesLL(DeviceTransport t);
-bool carriesLL128(DeviceTransport t);
+//   LL: P2P (every 8-byte word carries its flag and arrives whole, also in host memory); not
+//       UCX: LL moves no tail counter, so the proxy could not tell when a slot is full or how
+//       much of it a slice wrote (it would have to scan lines for flags and forward them as
+//       they appear, in 8-byte-atomic writes at the far end: not written).
+//   LL128: only P2P links that P2pTransport marks ordered128 (one GPU or NVLink); never UCX:
+//       the 128-byte line reaches the far end through the proxy's send, TCP and a CPU copy
+//       into pinned memory that the GPU reads over PCIe, none of which keeps a line whole, so
+//       a reader could see the flag before the 120 data bytes beside it.
+// Connections are made transport by transport in this order on every rank (P2P's connect
+// is collective among the ranks it links).
+const std::vector<const DeviceTransport*>& deviceTransports();
+const DeviceTransport& deviceTransportOf(const PeerInfo& me, const PeerInfo& peer);
+
+// The host-memory connection to a peer: the first of hostTransports() that can connect the two.
+//   memory: same process, a FIFO in the receiver's heap. shared memory: same host, a POSIX
+//   shared-memory segment of the receiver's. ucx: other hosts, a FIFO at each end.
+const HostLinkTransport& hostTransportOf(const PeerInfo& me, const PeerInfo& peer);
 
 // GPUDirect: whether the GPU connections to other hosts keep their slots in device memory and
 // hand them to UCX as CUDA memory (UCX then moves them with its CUDA transports: a NIC's RDMA

@@ -12,23 +12,10 @@
 #include "core/env.h"
 #include "core/log.h"
 #include "kernels/stream_pool.h"
-#include "transport/net_device.h"
 #include "transport/select.h"
 #include "transport/ucx_net.h"
 
 namespace braid::api {
-
-transport::P2pPeerInfo toP2pInfo(const PeerInfo& p) {
-  transport::P2pPeerInfo info;
-  info.rank = p.rank;
-  info.cudaDev = p.cudaDev;
-  info.pid = p.pid;
-  info.hostHash = p.hostHash;
-  unsigned domain = 0, bus = 0, dev = 0, fn = 0;
-  if (std::sscanf(p.busId, "%x:%x:%x.%x", &domain, &bus, &dev, &fn) == 4)
-    info.busId = (int64_t(domain) << 20) | (bus << 12) | (dev << 4) | fn;
-  return info;
-}
 
 namespace {
 
@@ -72,7 +59,7 @@ ncclResult_t GpuResources::create(ncclComm* comm, GpuResources** out) {
                             std::string(p.busId) == comm->peers[comm->rank].busId);
   warnIfTimeSliced(*comm, res->sameGpu_);
   std::vector<transport::P2pPeerInfo> p2pPeers;
-  for (const PeerInfo& p : comm->peers) p2pPeers.push_back(toP2pInfo(p));
+  for (const PeerInfo& p : comm->peers) p2pPeers.push_back(transport::p2pPeerInfo(p));
   res->ordered128_ = transport::ordered128Everywhere(p2pPeers, comm->rank, env::getInt("NCCL_P2P_DISABLE", 0) != 0,
                                                      transport::cudaGpuQueries());
   // LL where every pair's GPU connection carries it (not across hosts: transport/select.h), so
@@ -80,7 +67,7 @@ ncclResult_t GpuResources::create(ncclComm* comm, GpuResources** out) {
   res->llEverywhere_ = true;
   for (const PeerInfo& a : comm->peers)
     for (const PeerInfo& b : comm->peers)
-      res->llEverywhere_ = res->llEverywhere_ && transport::carriesLL(transport::deviceTransportOf(a, b));
+      res->llEverywhere_ = res->llEverywhere_ && transport::deviceTransportOf(a, b).carriesLL();
   res->workCache_ = std::make_unique<kernels::WorkCache>();
   res->graphWork_ = std::make_unique<kernels::GraphWork>();
   *out = res.release();
@@ -143,51 +130,31 @@ ncclResult_t GpuResources::ensureLinks(algo::Protocol proto, const Links& sends,
   for (auto& l : recvs)
     if (!recvEnds.count(l)) newRecvs.push_back({l.first, l.second});
   if (newSends.empty() && newRecvs.empty()) return ncclSuccess;
-  // Each link's transport (transport/select.h): P2P within the host, the UCX proxy across.
-  std::vector<transport::P2pLink> localSends, localRecvs, netSends, netRecvs;
-  auto split = [&](const std::vector<transport::P2pLink>& links, auto& local, auto& net) {
-    for (const transport::P2pLink& l : links)
-      (transport::deviceTransportOf(comm_->peers[comm_->rank], comm_->peers[l.peer]) ==
-               transport::DeviceTransport::NetStaged
-           ? net
-           : local)
-          .push_back(l);
-  };
-  split(newSends, localSends, netSends);
-  split(newRecvs, localRecvs, netRecvs);
+  // Each link's transport (transport/select.h), connected transport by transport in one order
+  // on every rank (P2P's connect is collective among the ranks it links).
+  const PeerInfo& me = comm_->peers[comm_->rank];
   const kernels::FifoShape shape = fifoShape(proto);
-  if (!localSends.empty() || !localRecvs.empty()) {  // collective among the linked ranks of this host
-    std::vector<transport::P2pPeerInfo> peers;
-    for (const PeerInfo& p : comm_->peers) peers.push_back(toP2pInfo(p));
-    std::unique_ptr<transport::P2pTransport> t;
-    BRAID_CHECK(transport::P2pTransport::connect(*comm_->bootstrap, peers, {shape.slotBytes, shape.nSlots}, localSends,
-                                                 localRecvs, &t));
-    for (auto& l : localSends) (void)t->sendEnd(l.channel, l.peer, &sendEnds[{l.channel, l.peer}]);
-    for (auto& l : localRecvs) (void)t->recvEnd(l.channel, l.peer, &recvEnds[{l.channel, l.peer}]);
-    transports_.push_back(std::move(t));
-  }
-  if (!netSends.empty() || !netRecvs.empty()) {
-    const int peer = !netSends.empty() ? netSends.front().peer : netRecvs.front().peer;
-    if (proto != algo::Protocol::Simple)  // usableProtocol turned LL and LL128 into Simple
-      return fail(ncclInternalError, "rank %d: a %s connection to rank %d, on another host, which carries Simple only",
-                  comm_->rank, algo::protocolName(proto), peer);
-    if (!comm_->net)
-      return fail(ncclInternalError, "rank %d: rank %d is on another host, and this communicator has no UCX transport",
-                  comm_->rank, peer);
-    std::unique_ptr<transport::NetDeviceLinks> t;
-    const transport::DeviceMemory slots = transport::cudaDeviceMemory(comm_->rank, comm_->cudaDev);
-    const bool gpuDirect = transport::netSlotsInDeviceMemory(comm_->net->cudaMemory());
-    BRAID_CHECK(transport::NetDeviceLinks::connect(*comm_->net, comm_->rank,
-                                                   transport::cudaPinnedMemory(comm_->rank, comm_->cudaDev),
-                                                   gpuDirect ? &slots : nullptr, shape.slotBytes, shape.nSlots,
-                                                   netSends, netRecvs, &t));
-    for (auto& l : netSends) (void)t->sendEnd(l.channel, l.peer, &sendEnds[{l.channel, l.peer}]);
-    for (auto& l : netRecvs) (void)t->recvEnd(l.channel, l.peer, &recvEnds[{l.channel, l.peer}]);
-    netLinks_.push_back(std::move(t));
+  const transport::DeviceConnectContext ctx{comm_->bootstrap.get(), &comm_->peers, comm_->rank, comm_->cudaDev,
+                                            comm_->net.get(), shape.slotBytes, shape.nSlots};
+  for (const transport::DeviceTransport* t : transport::deviceTransports()) {
+    std::vector<transport::P2pLink> ts, tr;
+    for (const transport::P2pLink& l : newSends)
+      if (&transport::deviceTransportOf(me, comm_->peers[l.peer]) == t) ts.push_back(l);
+    for (const transport::P2pLink& l : newRecvs)
+      if (&transport::deviceTransportOf(me, comm_->peers[l.peer]) == t) tr.push_back(l);
+    if (ts.empty() && tr.empty()) continue;
+    if (proto == algo::Protocol::LL128 ? !t->carriesLL128() : proto == algo::Protocol::LL && !t->carriesLL())
+      return fail(ncclInternalError, "rank %d: a %s connection to rank %d over %s, which does not carry it "
+                  "(usableProtocol should have fallen back to Simple)",
+                  comm_->rank, algo::protocolName(proto), (ts.empty() ? tr : ts).front().peer, t->name());
+    std::unique_ptr<transport::DeviceLinks> links;
+    BRAID_CHECK(t->connect(ctx, ts, tr, &links));
+    for (auto& l : ts) (void)links->sendEnd(l.channel, l.peer, &sendEnds[{l.channel, l.peer}]);
+    for (auto& l : tr) (void)links->recvEnd(l.channel, l.peer, &recvEnds[{l.channel, l.peer}]);
+    links_.push_back(std::move(links));
   }
   size_t staged = 0;
-  for (auto& tr : transports_) staged += tr->hostStaged() ? tr->bytesAllocated() : 0;
-  for (auto& nl : netLinks_) staged += nl->bytesAllocated();
+  for (auto& l : links_) staged += l->hostBytes();
   BRAID_INFO(kInit | kAlloc, "rank %d: %s connections made; GPU connections now use %zu bytes of FIFO memory (%zu of them pinned host memory)",
              comm_->rank, algo::protocolName(proto), bytesAllocated(), staged);
   return ncclSuccess;
@@ -216,21 +183,20 @@ bool GpuResources::linkEnds(algo::Protocol proto, const Links& sends, const Link
   return true;
 }
 
-bool GpuResources::anyHostStaged() const {
-  if (!netLinks_.empty()) return true;
-  for (auto& t : transports_)
-    if (t->hostStaged()) return true;
+bool GpuResources::systemScope() const {
+  for (auto& l : links_)
+    if (l->systemScope()) return true;
   return false;
 }
 
 void GpuResources::launched() const {
-  if (!netLinks_.empty() && comm_->net) comm_->net->kick();
+  if (comm_->net && std::any_of(links_.begin(), links_.end(), [](auto& l) { return l->proxied(); }))
+    comm_->net->kick();
 }
 
 size_t GpuResources::bytesAllocated() const {
   size_t total = 0;
-  for (auto& t : transports_) total += t->bytesAllocated();
-  for (auto& t : netLinks_) total += t->bytesAllocated();
+  for (auto& l : links_) total += l->bytesAllocated();
   return total;
 }
 
@@ -266,10 +232,9 @@ void GpuResources::close(bool abort) {
     graphWork_.reset();  // nor the captured work: a graph must not replay after its communicator
     if (scratchPool_ != nullptr) (void)cudaMemPoolDestroy(scratchPool_);  // its copies were freed after their launches
     scratchPool_ = nullptr;
-    for (auto& t : transports_)
-      if (!abort) t->close();
-    transports_.clear();
-    netLinks_.clear();  // their pinned FIFOs go with the UcxNet, after its proxy stopped
+    for (auto& l : links_)
+      if (!abort) (void)l->close();
+    links_.clear();  // the UCX links' FIFOs go with the UcxNet, after its proxy stopped
     if (words_) (void)cudaFreeHost(words_);
   }
   words_ = nullptr;

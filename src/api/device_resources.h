@@ -16,13 +16,10 @@
 #include "kernels/executor.h"
 #include "kernels/graph_work.h"
 #include "kernels/work_cache.h"
-#include "transport/net_device.h"
 #include "transport/p2p.h"
+#include "transport/transport.h"
 
 namespace braid::api {
-
-// A rank as the P2P transport names it (its GPU's bus id as a number).
-transport::P2pPeerInfo toP2pInfo(const PeerInfo& p);
 
 class GpuResources final : public DeviceResources {
  public:
@@ -53,9 +50,9 @@ class GpuResources final : public DeviceResources {
   uint32_t errorWord() const { return errorHost_ ? *errorHost_ : 0; }
   // Whether `peer`'s kernels run on this rank's GPU (same host, same PCI bus id).
   bool peerOnThisGpu(int peer) const { return sameGpu_[peer]; }
-  // Whether any connection stages through host memory (then fences stay at system scope:
-  // the processes map the pages at different addresses; the UCX proxy reads and writes them).
-  bool anyHostStaged() const;
+  // Whether something besides GPUs reaches a connection's FIFOs (host-staged pages, which the
+  // processes map at different addresses; the UCX proxy): the kernels' fences stay at system scope.
+  bool systemScope() const;
   // A launch was enqueued: connections to other hosts are polled by the UCX proxy, which no
   // kernel can wake (UcxNet::kick).
   void launched() const;
@@ -81,8 +78,7 @@ class GpuResources final : public DeviceResources {
   explicit GpuResources(ncclComm* comm) : comm_(comm) {}
   ncclResult_t allocateWords();  // the pinned, mapped abort and error words
   ncclComm* comm_;
-  std::vector<std::unique_ptr<transport::P2pTransport>> transports_;
-  std::vector<std::unique_ptr<transport::NetDeviceLinks>> netLinks_;  // to ranks on other hosts
+  std::vector<std::unique_ptr<transport::DeviceLinks>> links_;  // each transport's, per connect call
   // The connected links' ends, by protocol and (channel, peer): found per launch without
   // asking each transport.
   std::map<std::pair<int, int>, transport::FifoSendEnd> sendEnds_[algo::kNumProtocols];

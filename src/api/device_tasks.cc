@@ -293,7 +293,7 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
   L.workCache = cl.res->workCache();
   L.graphWork = cl.res->graphWork();
   if (cl.slicesPerStep > 0) L.slicesPerStep = cl.slicesPerStep;
-  L.peersOnThisGpu = !cl.res->anyHostStaged();
+  L.peersOnThisGpu = !cl.res->systemScope();
   for (const GpuResources::Links* links : {&cl.sends, &cl.recvs})
     for (auto& [channel, peer] : *links) L.peersOnThisGpu = L.peersOnThisGpu && cl.res->peerOnThisGpu(peer);
   // Work on other streams of the group: the launch stream waits for them, they wait for it.

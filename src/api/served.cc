@@ -47,7 +47,7 @@ std::string stagingReason(const ncclComm& comm) {
   std::vector<transport::P2pPeerInfo> peers;
   std::vector<int> linked;
   for (const PeerInfo& p : comm.peers) {
-    peers.push_back(toP2pInfo(p));
+    peers.push_back(transport::p2pPeerInfo(p));
     if (p.rank != comm.rank && p.cudaDev >= 0 && p.hostHash == comm.peers[size_t(comm.rank)].hostHash)
       linked.push_back(p.rank);
   }

@@ -34,7 +34,7 @@ TEST(Select, DescribesEachChoice) {
   EXPECT_NE(transport::describeChoice(peers, 0, 2).find("same host: shared memory"), std::string::npos);
   const std::string far = transport::describeChoice(peers, 0, 3);
   EXPECT_NE(far.find("other host: UCX"), std::string::npos);
-  EXPECT_NE(far.find("device memory: Simple FIFOs staged in pinned host memory"), std::string::npos) << far;
+  EXPECT_NE(far.find("UCX for device memory (Simple FIFOs staged in pinned host memory"), std::string::npos) << far;
   EXPECT_EQ(far.find("GPUDirect"), std::string::npos) << far;
   // GPUDirect is named where it is used, and why not where UCX could but BRAID_GPUDIRECT=0 said no.
   EXPECT_NE(transport::describeChoice(peers, 0, 3, true, true).find("in device memory handed to UCX (GPUDirect)"),
@@ -53,25 +53,38 @@ TEST(Select, GpuDirectWhereUcxTakesCudaMemory) {
   EXPECT_FALSE(transport::netSlotsInDeviceMemory(true, "0"));
 }
 
-// The GPU connection per peer: P2P (pointers, IPC or staged shared memory) on one host, the
-// UCX proxy's staged FIFOs across hosts; a process hash repeated on another host is still far.
-TEST(Select, DeviceTransportByLocality) {
-  using transport::DeviceTransport;
-  EXPECT_EQ(transport::deviceTransportOf(at(1, 10), at(1, 10)), DeviceTransport::P2p);
-  EXPECT_EQ(transport::deviceTransportOf(at(1, 10), at(1, 11)), DeviceTransport::P2p);
-  EXPECT_EQ(transport::deviceTransportOf(at(1, 10), at(2, 10)), DeviceTransport::NetStaged);
-  EXPECT_EQ(transport::deviceTransportOf(at(2, 10), at(1, 11)), DeviceTransport::NetStaged);
+// The transport per peer, for both engines: P2P (pointers, IPC or staged shared memory) and
+// memory / shared memory on one host, UCX across hosts; a process hash repeated on another
+// host is still far. Each transport can connect exactly the pairs select gives it.
+TEST(Select, TransportByLocality) {
+  auto device = [](const PeerInfo& a, const PeerInfo& b) { return std::string(transport::deviceTransportOf(a, b).name()); };
+  auto host = [](const PeerInfo& a, const PeerInfo& b) { return std::string(transport::hostTransportOf(a, b).name()); };
+  EXPECT_EQ(device(at(1, 10), at(1, 10)), "P2P");
+  EXPECT_EQ(device(at(1, 10), at(1, 11)), "P2P");
+  EXPECT_EQ(device(at(1, 10), at(2, 10)), "UCX");
+  EXPECT_EQ(device(at(2, 10), at(1, 11)), "UCX");
+  EXPECT_EQ(host(at(1, 10), at(1, 10)), "memory");
+  EXPECT_EQ(host(at(1, 10), at(1, 11)), "shared memory");
+  EXPECT_EQ(host(at(1, 10), at(2, 10)), "UCX");
+  const std::vector<PeerInfo> all = {at(1, 10), at(1, 11), at(2, 10), at(2, 12)};
+  for (const PeerInfo& a : all)
+    for (const PeerInfo& b : all) {
+      EXPECT_TRUE(transport::deviceTransportOf(a, b).canConnect(a, b));
+      EXPECT_TRUE(transport::hostTransportOf(a, b).canConnect(a, b));
+      int devices = 0;
+      for (const transport::DeviceTransport* t : transport::deviceTransports()) devices += t->canConnect(a, b);
+      EXPECT_EQ(devices, 1) << "exactly one GPU transport joins a pair";
+    }
 }
 
 // Across hosts only Simple: LL has no tail counter for the proxy to follow, and LL128's lines
 // do not arrive whole through the proxy (select.h). On one host both may run (LL128 where the
 // P2P link is ordered128, which p2p decides).
 TEST(Select, ProtocolsPerDeviceTransport) {
-  using transport::DeviceTransport;
-  EXPECT_TRUE(transport::carriesLL(DeviceTransport::P2p));
-  EXPECT_TRUE(transport::carriesLL128(DeviceTransport::P2p));
-  EXPECT_FALSE(transport::carriesLL(DeviceTransport::NetStaged));
-  EXPECT_FALSE(transport::carriesLL128(DeviceTransport::NetStaged));
+  EXPECT_TRUE(transport::p2pDeviceTransport().carriesLL());
+  EXPECT_TRUE(transport::p2pDeviceTransport().carriesLL128());
+  EXPECT_FALSE(transport::netDeviceTransport().carriesLL());
+  EXPECT_FALSE(transport::netDeviceTransport().carriesLL128());
 }
 
 }  // namespace
