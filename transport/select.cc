@@ -5,6 +5,7 @@
 
 #include "core/env.h"
 #include "core/log.h"
+#include "transport/p2p.h"
 
 namespace braid::transport {
 
@@ -28,6 +29,23 @@ const DeviceTransport& deviceTransportOf(const PeerInfo& me, const PeerInfo& pee
   for (const DeviceTransport* t : deviceTransports())
     if (t->canConnect(me, peer)) return *t;
   return netDeviceTransport();  // not reached: the two cover every pair
+}
+
+bool llEverywhere(const std::vector<PeerInfo>& peers) {
+  for (const PeerInfo& a : peers)
+    for (const PeerInfo& b : peers)
+      if (!deviceTransportOf(a, b).carriesLL()) return false;
+  return true;
+}
+
+bool ll128Everywhere(const std::vector<PeerInfo>& peers, int me) {
+  std::vector<P2pPeerInfo> p2pPeers;
+  for (const PeerInfo& a : peers) {
+    for (const PeerInfo& b : peers)
+      if (!deviceTransportOf(a, b).carriesLL128()) return false;
+    p2pPeers.push_back(p2pPeerInfo(a));
+  }
+  return ordered128Everywhere(p2pPeers, me, env::getInt("NCCL_P2P_DISABLE", 0) != 0, cudaGpuQueries());
 }
 
 const HostLinkTransport& hostTransportOf(const PeerInfo& me, const PeerInfo& peer) {

@@ -40,6 +40,13 @@ bool needsNetwork(const std::vector<PeerInfo>& peers, int me);
 const std::vector<const DeviceTransport*>& deviceTransports();
 const DeviceTransport& deviceTransportOf(const PeerInfo& me, const PeerInfo& peer);
 
+// Whether a protocol may run on a communicator: every pair of ranks' GPU connection carries
+// it; LL128 also needs every pair's path ordered128 and no FIFO staged in host memory
+// (p2p.h ordered128Everywhere; NCCL_P2P_DISABLE read here). Every rank that sees the same GPUs
+// comes to the same answer, which a protocol choice shared by all ranks needs.
+bool llEverywhere(const std::vector<PeerInfo>& peers);
+bool ll128Everywhere(const std::vector<PeerInfo>& peers, int me);
+
 // The host-memory connection to a peer: the first of hostTransports() that can connect the two.
 //   memory: same process, a FIFO in the receiver's heap. shared memory: same host, a POSIX
 //   shared-memory segment of the receiver's. ucx: other hosts, a FIFO at each end.

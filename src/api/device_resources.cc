@@ -58,16 +58,8 @@ ncclResult_t GpuResources::create(ncclComm* comm, GpuResources** out) {
     res->sameGpu_.push_back(p.hostHash == comm->peers[comm->rank].hostHash &&
                             std::string(p.busId) == comm->peers[comm->rank].busId);
   warnIfTimeSliced(*comm, res->sameGpu_);
-  std::vector<transport::P2pPeerInfo> p2pPeers;
-  for (const PeerInfo& p : comm->peers) p2pPeers.push_back(transport::p2pPeerInfo(p));
-  res->ordered128_ = transport::ordered128Everywhere(p2pPeers, comm->rank, env::getInt("NCCL_P2P_DISABLE", 0) != 0,
-                                                     transport::cudaGpuQueries());
-  // LL where every pair's GPU connection carries it (not across hosts: transport/select.h), so
-  // that every rank comes to the same answer.
-  res->llEverywhere_ = true;
-  for (const PeerInfo& a : comm->peers)
-    for (const PeerInfo& b : comm->peers)
-      res->llEverywhere_ = res->llEverywhere_ && transport::deviceTransportOf(a, b).carriesLL();
+  res->ordered128_ = transport::ll128Everywhere(comm->peers, comm->rank);
+  res->llEverywhere_ = transport::llEverywhere(comm->peers);  // not across hosts (transport/select.h)
   res->workCache_ = std::make_unique<kernels::WorkCache>();
   res->graphWork_ = std::make_unique<kernels::GraphWork>();
   *out = res.release();

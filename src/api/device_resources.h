@@ -16,7 +16,7 @@
 #include "kernels/executor.h"
 #include "kernels/graph_work.h"
 #include "kernels/work_cache.h"
-#include "transport/p2p.h"
+#include "transport/p2p_fifo.h"
 #include "transport/transport.h"
 
 namespace braid::api {
@@ -83,7 +83,7 @@ class GpuResources final : public DeviceResources {
   // asking each transport.
   std::map<std::pair<int, int>, transport::FifoSendEnd> sendEnds_[algo::kNumProtocols];
   std::map<std::pair<int, int>, transport::FifoRecvEnd> recvEnds_[algo::kNumProtocols];
-  bool ordered128_ = false;               // LL128 may run (transport::ordered128Everywhere)
+  bool ordered128_ = false;               // LL128 may run (transport::ll128Everywhere)
   std::atomic<bool> saidNoLL128_{false};  // the fallback was logged
   bool llEverywhere_ = true;              // LL may run (no pair of ranks across hosts)
   std::atomic<bool> saidNoLL_{false};

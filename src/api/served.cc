@@ -15,6 +15,7 @@
 #include "kernels/pack.h"
 #include "transport/cuda_driver.h"
 #include "transport/ipc_refs.h"
+#include "transport/p2p.h"
 
 namespace braid::api {
 namespace {
