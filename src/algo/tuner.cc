@@ -172,7 +172,8 @@ const Algorithm* acrossHosts(const TunerInput& in, const Algorithm* fallback, Al
     const tuning::HostConsidered& c = tuning::kHostConsidered[i];
     const Algorithm* a = known().hostConsidered[i];
     const int bit = algorithmIndex(a);
-    if (c.coll != in.coll || in.nNodes < c.minNodes || a == nullptr || bit < 0 || !((allowed >> bit) & 1) ||
+    if (c.coll != in.coll || in.nNodes < c.minNodes || (c.onlyRanks != 0 && in.nRanks != c.onlyRanks) ||
+        (c.maxBytes != 0 && in.bytes > c.maxBytes) || a == nullptr || bit < 0 || !((allowed >> bit) & 1) ||
         !a->supports(in.coll, in.nRanks))
       continue;
     const double us = estimateMicroseconds(in, a, Protocol::Simple, 1);

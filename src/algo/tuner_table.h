@@ -156,13 +156,20 @@ inline constexpr CostTable kTable{
 // tree against ring (medians of 3, perf/NOTES.md 2026-12-01): 8 B 58 vs 83 us, 512 B 92 vs 174,
 // 32 KB 149 vs 192, 256 KB 571 vs 741, 2 MB 3.7 vs 6.3 ms; 3 nodes x 1 rank (where the model
 // ties their hops): 512 B 123 vs 182 us, 256 KB 1122 vs 855 us (there the ring was faster).
+// Direct on 2 ranks (one network hop instead of the ring's two in a row; the same bits on both
+// ranks, a + b == b + a): 2 nodes x 1 rank, 2026-12-06 (perf/NOTES.md): 8 B 17.0 vs 19.8 us,
+// 128 B 17.1 vs 28.9, 2 KB 18.7 vs 28.1, 8 KB 19.7 vs 36.1, 32 KB 34.3 vs 39.7; from 64 KB the
+// two are even (64 KB-16 MB within the runs' noise), so it stops at oneShotMaxBytes as on GPUs.
 struct HostConsidered {
   Coll coll;
   const char* algorithm;
   int minNodes;
+  int onlyRanks;      // 0: any rank count
+  uint64_t maxBytes;  // 0: any size
 };
 inline constexpr HostConsidered kHostConsidered[] = {
-    {Coll::AllReduce, "tree", 2},
+    {Coll::AllReduce, "tree", 2, 0, 0},
+    {Coll::AllReduce, "direct", 2, 2, kTable.oneShotMaxBytes},
 };
 
 // The algorithms the tuner weighs for a collective unless NCCL_ALGO allows none of them.
