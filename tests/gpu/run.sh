@@ -21,7 +21,8 @@
 #                 over TCP on lo; 2 hosts x 2 ranks (every collective, type, op, counts 0 1 7
 #                 4097 +1000003) and 2 x 1, against the float64 reference; the per-peer
 #                 transport INFO lines; NCCL_PROTO=LL and LL128 run with Simple and say so;
-#                 the tree (NCCL_ALGO). With CUDA_UCX_LIB (a CUDA-built UCX's libucp.so.0):
+#                 the tree (NCCL_ALGO). With CUDA_UCX_LIB (a CUDA-built UCX's libucp.so.0;
+#                 BUILD/ucx/libucx/lib/libucp.so.0 by default: tests/gpu/pack.sh --ucx-cuda):
 #                 GPUDirect, FIFO slots in device memory handed to UCX, the same runs.
 #                 Prints what `ucx_info` shows here. SKIP where UCX is missing.
 #   faults        tests/gpu/faults_device.sh: a rank killed among device all-reduces (2, 4
@@ -186,6 +187,8 @@ if [ "${1:-}" = "--part" ]; then
       else rc_all=1; echo "SUMMARY LL128 fallback logged FAIL"; fi
       # GPUDirect: a UCX built with CUDA (CUDA_UCX_LIB, its libucp.so.0; e.g. the libucx-cu13
       # wheel's) takes the FIFO slots in device memory; UCX moves them over TCP with cuda_copy.
+      # tests/gpu/pack.sh --ucx-cuda puts one beside the binaries.
+      [ -z "${CUDA_UCX_LIB:-}" ] && [ -e "$build/ucx/libucx/lib/libucp.so.0" ] && CUDA_UCX_LIB=$build/ucx/libucx/lib/libucp.so.0
       if [ -n "${CUDA_UCX_LIB:-}" ]; then
         gdr="BRAID_UCX_LIBRARY=$CUDA_UCX_LIB LD_LIBRARY_PATH=$(dirname "$CUDA_UCX_LIB")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} UCX_TLS=tcp,cuda_copy"
         ucxbin="$(dirname "$CUDA_UCX_LIB")/../bin/ucx_info"
