@@ -6,7 +6,7 @@
 
 namespace braid::algo {
 
-extern const Algorithm kRing, kDirect, kTwoShot, kTree;
+extern const Algorithm kRing, kDirect, kTwoShot, kTree, kDoubling;
 
 const std::vector<const Algorithm*>& algorithms() {
   static const std::vector<const Algorithm*> all = {
@@ -14,6 +14,7 @@ const std::vector<const Algorithm*>& algorithms() {
       &kDirect,
       &kTwoShot,
       &kTree,
+      &kDoubling,
   };
   return all;
 }

@@ -33,12 +33,13 @@ struct Known {
   const Algorithm* ring;
   const Algorithm* twoshot;
   const Algorithm* tree;
+  const Algorithm* doubling;
   const Algorithm* considered[std::size(tuning::kConsidered)];
   const Algorithm* hostConsidered[std::size(tuning::kHostConsidered)];
 };
 const Known& known() {
   static const Known k = [] {
-    Known x{findAlgorithm("ring"), findAlgorithm("twoshot"), findAlgorithm("tree"), {}, {}};
+    Known x{findAlgorithm("ring"), findAlgorithm("twoshot"), findAlgorithm("tree"), findAlgorithm("doubling"), {}, {}};
     for (size_t i = 0; i < std::size(tuning::kConsidered); ++i) x.considered[i] = findAlgorithm(tuning::kConsidered[i].algorithm);
     for (size_t i = 0; i < std::size(tuning::kHostConsidered); ++i)
       x.hostConsidered[i] = findAlgorithm(tuning::kHostConsidered[i].algorithm);
@@ -75,6 +76,19 @@ Pattern patternOf(const Algorithm* a, Coll coll, const TunerInput& in) {
     if (coll == Coll::AllReduce) return {2 * m, 2 * um, un, true};
     if (coll == Coll::Broadcast || coll == Coll::Reduce) return {m, 1, 1, true};
     return {m, um, un, true};
+  }
+  if (a == known().doubling) {
+    // log2(p) rounds of the whole buffer (p: the largest power of two <= n), and where n is not
+    // one, a hop before (the extra ranks' inputs) and after (their results). With each host's
+    // ranks adjacent, the rounds inside a host come first; only the last log2(nodes) cross.
+    int rounds = 0;
+    while ((2 << rounds) <= n) ++rounds;
+    const int fold = (1 << rounds) == n ? 0 : 2;
+    const int nodes = std::clamp(in.nNodes, 1, n);
+    const int perNode = in.ranksPerNode > 0 ? std::min(in.ranksPerNode, n) : (n + nodes - 1) / nodes;
+    const int network = std::max(0, rounds - ceilLog2(perNode)) + (nodes > 1 ? fold : 0);
+    const int hops = rounds + fold;
+    return {hops, static_cast<uint64_t>(hops), 1, true, std::min(network, hops)};
   }
   if (a == known().twoshot) return {2 * m, 2 * um, un, false};  // n-1 rounds of each shot, 1/n per round
   // direct (and, until it has its own line here, any newer algorithm): every peer at once. A

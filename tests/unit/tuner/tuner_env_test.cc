@@ -216,7 +216,7 @@ TEST(TunerEnv, SetsReadBack) {
   EXPECT_EQ(describeProtocols(kLL | kSimple), "LL, Simple");
   EXPECT_EQ(describeProtocols(0), "none");
   EXPECT_EQ(describeAlgorithms(bitOf("ring") | bitOf("twoshot")), "ring, twoshot");
-  EXPECT_EQ(describeAlgorithms(kAllAlgorithms), "ring, direct, twoshot, tree");
+  EXPECT_EQ(describeAlgorithms(kAllAlgorithms), "ring, direct, twoshot, tree, doubling");
 }
 
 }  // namespace

@@ -478,6 +478,39 @@ TEST(Tuner, TheTreeRunsOnlyWhenAskedAndCountsItsDepth) {
   }
 }
 
+// Recursive doubling runs only when NCCL_ALGO names it (on the 2-core VM it measured no faster
+// than the tree: perf/NOTES.md); its estimate counts log2(p) rounds (+2 where n is not a power
+// of two), of which only the last log2(nodes) cross hosts.
+TEST(Tuner, DoublingRunsOnlyWhenAskedAndCountsItsRounds) {
+  const Algorithm* doubling = findAlgorithm("doubling");
+  const Algorithm* ring = findAlgorithm("ring");
+  ASSERT_NE(doubling, nullptr);
+  struct Shape {
+    int nodes, per, hops, network;
+  } shapes[] = {{2, 1, 1, 1}, {2, 2, 2, 1}, {4, 2, 3, 2}, {8, 1, 3, 3}, {3, 1, 3, 3}, {1, 4, 2, 0}, {1, 6, 4, 0}};
+  for (const Shape& sh : shapes) {
+    const int n = sh.nodes * sh.per;
+    TunerInput in = input(Coll::AllReduce, n, 8, {LinkKind::Network, 0});
+    in.nNodes = sh.nodes;
+    in.ranksPerNode = sh.per;
+    in.hostMemory = true;
+    for (uint64_t bytes : sizes()) {
+      in.bytes = bytes;
+      ASSERT_STRNE(tune(in).best.algorithm->name, "doubling") << describe(in);
+    }
+    TuningConstraints t = parsed("allreduce:doubling", nullptr);
+    in.constraints = &t;
+    in.bytes = 0;
+    EXPECT_STREQ(tune(in).best.algorithm->name, "doubling") << describe(in);
+    in.constraints = nullptr;
+    const double netHop = estimateMicroseconds(in, ring, Protocol::Simple, 1) / (2 * (n - 1));
+    const double cpuHop = 1.0;  // tuner_table.h cpuHopUs
+    const double expected = sh.nodes > 1 ? sh.network * netHop + (sh.hops - sh.network) * cpuHop : sh.hops * cpuHop;
+    EXPECT_DOUBLE_EQ(estimateMicroseconds(in, doubling, Protocol::Simple, 1), expected)
+        << sh.nodes << " x " << sh.per;
+  }
+}
+
 // Host memory across hosts (the UCX path): the CPU engine weighs the tree and, on 2 ranks up to
 // 64 KB, direct against the ring with the network's measured constants (tuner_table.h
 // kHostConsidered): the tree where it has fewer network hops (2 nodes x 2 ranks: 2 against the
