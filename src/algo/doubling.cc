@@ -22,14 +22,12 @@ namespace {
 
 void doublingChunk(const CollArgs& a, const RingOrder& order, Range chunk, Lane& lane) {
   const int n = a.nRanks, pos = order.pos();
-  int p = 1;
-  while (p * 2 <= n) p *= 2;
+  int p = 1, rounds = 0;  // p = 2^rounds, the largest power of two <= n
+  while (p * 2 <= n) {
+    p *= 2;
+    ++rounds;
+  }
   const bool extra = pos >= p, helper = pos < n - p;  // an extra hands its input to its helper
-  const int rounds = [&] {
-    int r = 0;
-    while ((1 << r) < p) ++r;
-    return r;
-  }();
   auto step = [&](Step s) {
     s.srcOff = s.dstOff = chunk.begin;
     s.count = chunk.size();
