@@ -26,6 +26,10 @@ constexpr size_t hostSliceBytes(bool network) { return network ? kNetSliceBytes 
 struct SlotHeader {
   uint64_t bytes;
   uint64_t signature;
+  // Across hosts only: the sender's consumed count of the FIFO that comes back from the same
+  // peer on the same channel (a credit riding on the data, transport/ucx_conn.h); the UCX
+  // proxy writes it as the slot leaves. 0 within a host.
+  uint64_t credit;
 };
 
 struct alignas(64) FifoControl {

@@ -36,6 +36,8 @@ struct Pending {
   bool posted = false;
 };
 
+struct RecvConn;
+
 struct SendConn {
   int channel = 0, peer = 0;
   NetFifo fifo;
@@ -46,6 +48,10 @@ struct SendConn {
   Pending creditRecv;
   ucp_tag_recv_info_t creditInfo{};
   ucp_mem_h memh = nullptr;  // the slots' mapping (NetFifo::cudaSlots), when UCX could make one
+  // The connection from the same peer on the same channel and space, where both carry slot
+  // headers: each slot sent carries its head as a credit (SlotHeader::credit), and each slot
+  // received from it may carry ours (pairCredits).
+  RecvConn* reverse = nullptr;
   bool failed = false;
 };
 
@@ -54,7 +60,10 @@ struct SendConn {
 // each). The sender keeps at least nSlots - nSlots / 2 + 1 slots in flight. A credit held back
 // goes anyway once the engine has consumed nothing more for kCreditHold: a ring whose every
 // rank waits for space towards its neighbour, each holding a few uncredited slots, would
-// otherwise wait for ever.
+// otherwise wait for ever. Where data goes back to the sender on the same channel (CPU engine
+// FIFOs, which carry headers), each of its slots carries the credit too, and a credit message
+// goes only for what no slot carried: 8 B all-reduce, 2 nodes x 1 rank (direct) 17.9 -> 15.3 us
+// (call check off: 10.3 -> 8.2), 2 x 2 (tree) 37.7 -> 33.9, medians of 5-7 interleaved runs.
 inline uint64_t creditBatch(const NetFifo& f) { return std::max<uint64_t>(1, f.nSlots / 2); }
 constexpr auto kCreditHold = std::chrono::microseconds(50);
 
@@ -70,8 +79,22 @@ struct RecvConn {
   uint64_t creditOut = 0;
   Pending creditSend;
   ucp_mem_h memh = nullptr;  // as SendConn::memh
+  SendConn* reverse = nullptr;  // as SendConn::reverse: its slots' credits are for that connection
   bool failed = false;
 };
+
+// Pairs each connection with the one the other way on the same (channel, peer, space), where
+// both carry slot headers (only those can carry a credit).
+template <typename Sends, typename Recvs>
+void pairCredits(Sends& sends, Recvs& recvs) {
+  for (SendConn* s : sends)
+    for (RecvConn* r : recvs)
+      if (s->reverse == nullptr && r->reverse == nullptr && s->channel == r->channel && s->peer == r->peer &&
+          s->fifo.space == r->fifo.space && s->fifo.headers != nullptr && r->fifo.headers != nullptr) {
+        s->reverse = r;
+        r->reverse = s;
+      }
+}
 
 // The bytes of slot i to send when the slot has no header: what the engine wrote there (read
 // after the tail's acquire load, which the engine's fence ordered after this word).

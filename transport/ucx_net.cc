@@ -124,6 +124,7 @@ class UcxNetImpl final : public UcxNet {
   std::mutex workerMutex_;
   std::mutex mutex_;  // guards the adds below, from the engine's thread
   std::atomic<bool> fresh_{false};  // adds not yet adopted
+  uint64_t creditsAlone_ = 0, creditsCarried_ = 0;  // credit messages sent, and credits that rode on data
   std::vector<SendConn*> newSends_;
   std::vector<RecvConn*> newRecvs_;
   std::list<SendConn> sends_;  // owned; touched by the proxy thread only once adopted
@@ -353,6 +354,14 @@ bool UcxNetImpl::progressSend(SendConn& c) {
     ucs_status_ptr_t r;
     const ucp_tag_t tag = tagOf(kData, f.space, c.channel, comm_->rank, c.sent);
     if (f.headers != nullptr) {
+      if (RecvConn* back = c.reverse) {  // what the engine consumed from that peer rides along
+        const uint64_t head = back->fifo.head->load(std::memory_order_acquire);
+        f.headers[i].credit = head;
+        if (head > back->creditSent) {
+          back->creditSent = head;
+          ++creditsCarried_;
+        }
+      }
       c.iov[i][0] = {&f.headers[i], sizeof(SlotHeader)};
       c.iov[i][1] = {f.slot(c.sent), static_cast<size_t>(std::min<uint64_t>(f.headers[i].bytes, f.slotBytes))};
       p.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
@@ -434,6 +443,10 @@ bool UcxNetImpl::progressRecv(RecvConn& c) {
       c.failed = true;
       return true;
     }
+    // A credit for our sends to that peer, read before the engine may take the slot (never
+    // more than was sent: a peer's word cannot open room that does not exist).
+    if (c.reverse != nullptr && f.headers != nullptr)
+      c.reverse->remoteHead = std::max(c.reverse->remoteHead, std::min(f.headers[i].credit, c.reverse->sent));
     ++c.done;
     f.tail->store(c.done, std::memory_order_release);
     moved = true;
@@ -465,6 +478,7 @@ bool UcxNetImpl::progressRecv(RecvConn& c) {
       return true;
     }
     c.creditSent = head;
+    ++creditsAlone_;
     moved = true;
   }
   return moved;
@@ -495,6 +509,7 @@ bool UcxNetImpl::round() {
     activeRecvs_.insert(activeRecvs_.end(), newRecvs_.begin(), newRecvs_.end());
     newSends_.clear();
     newRecvs_.clear();
+    pairCredits(activeSends_, activeRecvs_);
   }
   // Sends first: a slot the engine just posted leaves before the worker reads what came in
   // (the peer is often ahead, its data already waiting).
@@ -652,6 +667,12 @@ void UcxNetImpl::run() {
 // the worker and context released; each wait bounded.
 void UcxNetImpl::shutdown() {
   const bool abort = abort_.load();
+  if (creditsCarried_ > 0)
+    BRAID_INFO(kNet, "rank %d: UCX credits rode on data going back %llu times; %llu went as messages of their own",
+               comm_->rank, static_cast<unsigned long long>(creditsCarried_), static_cast<unsigned long long>(creditsAlone_));
+  else if (creditsAlone_ > 0)
+    BRAID_INFO(kNet, "rank %d: UCX credits: %llu messages of their own, none rode on data", comm_->rank,
+               static_cast<unsigned long long>(creditsAlone_));
   auto until = [&](double seconds, const auto& done) {
     const auto end = Clock::now() + std::chrono::duration<double>(seconds);
     while (!done() && Clock::now() < end) api_->workerProgress(worker_);
