@@ -21,6 +21,11 @@ constexpr size_t kFifoSlotBytes = 128 * 1024;
 constexpr size_t kNetSliceBytes = 32 * 1024;
 constexpr size_t hostSliceBytes(bool network) { return network ? kNetSliceBytes : kFifoSlotBytes; }
 
+// The most bytes of the call check's message (api/call_check.cc) that a slot carries, and the
+// signature of a slot that carries only that (host/engine.h CheckLane).
+constexpr size_t kSlotCheckBytes = 144;
+constexpr uint64_t kCheckSlotSignature = 0x636865636b6d7367ull;
+
 // Each slot says what it carries, so that a receiver running another collective, or the
 // same one with another count or type, detects the mismatch instead of reading garbage.
 struct SlotHeader {
@@ -30,6 +35,10 @@ struct SlotHeader {
   // peer on the same channel (a credit riding on the data, transport/ucx_conn.h); the UCX
   // proxy writes it as the slot leaves. 0 within a host.
   uint64_t credit;
+  // The call check's message of the sender's group whose first collective is number
+  // `checkSeq` (host/engine.h CheckLane); 0: none.
+  uint64_t checkSeq;
+  unsigned char check[kSlotCheckBytes];
 };
 
 struct alignas(64) FifoControl {

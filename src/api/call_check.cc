@@ -5,6 +5,7 @@
 #include "core/comm.h"
 #include "core/env.h"
 #include "core/log.h"
+#include "transport/host_fifo.h"
 
 namespace braid::api {
 namespace {
@@ -20,9 +21,6 @@ struct CheckMessage {
   CallDesc calls[kShownCalls];  // the first ones, to name them in the error
 };
 
-// The slot signature of check messages: the same on every rank whatever the call (the FIFO's
-// own check would otherwise reject a mismatch before this check could name it).
-constexpr uint64_t kCheckSignature = 0x636865636b6d7367ull;
 
 uint64_t digestOf(std::span<const CallDesc> descs) {
   uint64_t h = 1469598103934665603ull;
@@ -61,10 +59,14 @@ bool rootedKind(CallKind k) {
 
 }  // namespace
 
+// A message rides on a data slot's header where it fits (host/engine.h CheckLane).
+static_assert(sizeof(CheckMessage) <= kSlotCheckBytes);
+
 struct CallCheck::Lane {
   host::OpContext ctx;
   CheckMessage mine, theirs;
   algo::Step send, recv;
+  host::CheckLane ride;
   ncclComm* comm = nullptr;
   int prev = -1;
 };
@@ -112,7 +114,7 @@ void CallCheck::add(ncclComm* comm, std::span<const CallDesc> descs, std::vector
   l.theirs = CheckMessage{};
   l.ctx.caller = callName(static_cast<CallKind>(colls.front().kind));
   l.ctx.elemSize = 1;
-  l.ctx.signature = kCheckSignature;
+  l.ctx.signature = kCheckSlotSignature;  // the same on every rank whatever the call
   l.ctx.bufs = {reinterpret_cast<char*>(&l.mine), reinterpret_cast<char*>(&l.theirs)};
   l.ctx.bufIsInput = {false, false};
   l.send.sendPeer = (comm->rank + 1) % comm->nRanks;
@@ -121,7 +123,23 @@ void CallCheck::add(ncclComm* comm, std::span<const CallDesc> descs, std::vector
   l.recv.recvPeer = l.prev;
   l.recv.dst = 1;
   l.recv.count = sizeof(CheckMessage);
+  // The message rides on the group's first data slot where that goes to the successor first
+  // thing (a ring, a 2-rank exchange): the channel's data lane whose first step is a send there
+  // that waits for nothing.
+  l.ride.pred = l.prev;
+  l.ride.succ = l.send.sendPeer;
+  l.ride.seq = colls.front().seq;
+  l.ride.mine = &l.mine;
+  l.ride.theirs = &l.theirs;
+  l.ride.bytes = sizeof(CheckMessage);
+  for (host::LaneProgram& p : *programs)
+    if (!l.ride.rides && p.comm == comm && p.channel == kCheckChannel && !p.steps.empty() && p.carries == nullptr &&
+        p.steps.front().second->sendPeer == l.ride.succ && p.steps.front().second->recvPeer < 0) {
+      p.carries = &l.ride;
+      l.ride.rides = true;
+    }
   host::LaneProgram prog{comm, kCheckChannel, {{&l.ctx, &l.send}, {&l.ctx, &l.recv}}, {}};
+  prog.check = &l.ride;
   Lane* lane = &l;
   prog.onFinish = [lane]() -> ncclResult_t {
     const CheckMessage& a = lane->mine;

@@ -9,7 +9,9 @@
 // fails too (stalled host calls at their next stall check, kernels at the abort word).
 //
 // Host memory: always, as a lane of its own beside the data lanes (no extra hop in series; the
-// call cannot return before the check is done). Device memory: with BRAID_CHECK_CALLS=1, on
+// call cannot return before the check is done), on channel 0 with the data, its message in a
+// slot of its own or riding in the header of the group's first data slot where that goes to
+// the successor first (host/engine.h CheckLane). Device memory: with BRAID_CHECK_CALLS=1, on
 // the host before the kernels are enqueued (the enqueue then waits for the other ranks).
 // Send/recv are not ring-checked (ranks legitimately differ); the receiver checks every slot.
 #pragma once
@@ -32,8 +34,9 @@ CallDesc callDescOf(const Task& t);
 bool checkDeviceCalls();
 bool checkHostCalls();
 
-// The host connection channel of the check lanes (apart from collective and P2P channels).
-constexpr int kCheckChannel = 4096;
+// The host connection channel of the check lanes: the host collectives' first, so that a
+// rank's check messages and its data reach the successor in call order (host/engine.h CheckLane).
+constexpr int kCheckChannel = 0;
 
 // The check lanes of one run: keeps their messages and contexts alive while the engine runs.
 class CallCheck {

@@ -74,6 +74,12 @@ ncclResult_t createResources(ncclComm* comm) {
 }
 
 void destroyResources(ncclComm* comm, bool abort) {
+  if (const uint64_t rode = comm->checksRode.load(), alone = comm->checksAlone.load(); rode > 0)
+    BRAID_INFO(kColl, "rank %d: call check messages rode on data slots %llu times; %llu went in slots of their own",
+               comm->rank, static_cast<unsigned long long>(rode), static_cast<unsigned long long>(alone));
+  else if (alone > 0)
+    BRAID_INFO(kColl, "rank %d: call check: %llu messages in slots of their own, none rode on data", comm->rank,
+               static_cast<unsigned long long>(alone));
   if (comm->served) comm->served->stop(abort);  // a leader waits for its served ranks to finish first
   if (comm->device) comm->device->close(abort);
   setCommDevice(comm, nullptr);

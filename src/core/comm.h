@@ -101,6 +101,9 @@ struct ncclComm {
   // before the communicator is ready, never cleared: every call goes to `real`.
   std::atomic<bool> servedByReal{false};
   std::shared_ptr<braid::api::Shadow> shadow;  // made by the first shadowed call; under realMutex
+  // The call check's messages this rank sent on host memory: riding on a data slot, or in a
+  // slot of their own (host/engine.h CheckLane); said at INFO when the communicator closes.
+  std::atomic<uint64_t> checksRode{0}, checksAlone{0};
 
   ncclComm();
   ~ncclComm();

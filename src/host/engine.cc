@@ -31,7 +31,59 @@ struct LaneState {
   size_t step = 0;
   uint64_t done = 0;   // elements of the current step already processed
   bool finished = false;
+  bool carried = false;  // its first slot went, with the call check's message if it carries one
 };
+
+// A slot from `from` on `channel` that carries the call check's message: it is the
+// predecessor's message for that communicator's check lane (in call order: a rank's messages
+// and data travel on one FIFO).
+void takeCheck(const std::vector<LaneProgram*>& checkLanes, const ncclComm* comm, int channel, int from,
+               const SlotHeader& h) {
+  for (LaneProgram* p : checkLanes) {
+    CheckLane& ck = *p->check;
+    if (p->comm == comm && p->channel == channel && ck.pred == from && !ck.arrived) {
+      std::memcpy(ck.theirs, h.check, ck.bytes);
+      ck.arrived = true;
+    }
+  }
+}
+
+// The call check's lane: its message in a slot of its own unless it rides on a data slot, then
+// the predecessor's, from the head of its FIFO (a slot of its own is taken; a data slot it
+// rides on stays for the data lane). Returns what moved.
+int advanceCheck(LaneState& st) {
+  LaneProgram& prog = *st.program;
+  CheckLane& ck = *prog.check;
+  ncclComm* comm = prog.comm;
+  int moved = 0;
+  if (st.step == 0) {
+    if (!ck.rides) {
+      HostConnection* sc = comm->host->sendConn(prog.channel, ck.succ);
+      FifoControl* sctl = FifoLayout::control(sc->base);
+      if (sc->posted - sctl->head.load(std::memory_order_acquire) >= kFifoSlots) return 0;
+      SlotHeader& h = sctl->headers[sc->posted % kFifoSlots];
+      h = {0, kCheckSlotSignature, 0, ck.seq, {}};
+      std::memcpy(h.check, ck.mine, ck.bytes);
+      sctl->tail.store(++sc->posted, std::memory_order_release);
+    }
+    (ck.rides ? comm->checksRode : comm->checksAlone).fetch_add(1, std::memory_order_relaxed);
+    st.step = 1;
+    ++moved;
+  }
+  if (!ck.arrived) {
+    HostConnection* rc = comm->host->recvConn(prog.channel, ck.pred);
+    FifoControl* rctl = FifoLayout::control(rc->base);
+    if (rctl->tail.load(std::memory_order_acquire) <= rc->consumed) return moved;
+    const SlotHeader& h = rctl->headers[rc->consumed % kFifoSlots];
+    if (h.checkSeq == 0) return moved;  // data without a message: a mismatch, which the data lane names
+    std::memcpy(ck.theirs, h.check, ck.bytes);
+    ck.arrived = true;
+    if (h.signature == kCheckSlotSignature) rctl->head.store(++rc->consumed, std::memory_order_release);
+  }
+  st.step = prog.steps.size();
+  st.finished = true;
+  return moved + 1;
+}
 
 bool opHasPre(const OpContext& ctx, const algo::Step& s) {
   return ctx.reduces && ctx.op.kind == HostOpKind::PreMulSum && s.src != algo::kNoBuf && ctx.bufIsInput[s.src];
@@ -74,8 +126,9 @@ std::string describeWait(const LaneState& st) {
 
 // Processes as many slices of the lane's current step as are ready. Returns the number of
 // slices done; sets *error on a mismatch.
-int advance(LaneState& st, ncclResult_t* error) {
+int advance(LaneState& st, const std::vector<LaneProgram*>& checkLanes, ncclResult_t* error) {
   LaneProgram& prog = *st.program;
+  if (prog.check != nullptr) return advanceCheck(st);
   ncclComm* comm = prog.comm;
   int slices = 0;
   while (st.step < prog.steps.size() && slices < 4) {
@@ -98,6 +151,12 @@ int advance(LaneState& st, ncclResult_t* error) {
     const char* recvPtr = nullptr;
     if (rctl) {
       const SlotHeader& h = rctl->headers[rc->consumed % kFifoSlots];
+      if (h.checkSeq != 0) takeCheck(checkLanes, comm, prog.channel, s.recvPeer, h);
+      if (h.signature == kCheckSlotSignature && h.checkSeq != 0) {  // a check message of its own: the check lane's
+        rctl->head.store(++rc->consumed, std::memory_order_release);
+        ++slices;
+        continue;
+      }
       if (h.bytes != bytes || h.signature != ctx.signature) {
         std::string text = "rank " + std::to_string(comm->rank) + " in " + describeCall(ctx.desc) + " received from rank " +
                            std::to_string(s.recvPeer) + " " + std::to_string(h.bytes) + " bytes of a different call (" +
@@ -127,7 +186,13 @@ int advance(LaneState& st, ncclResult_t* error) {
     }
     if (sendPtr && dstPtr) std::memcpy(sendPtr, dstPtr, bytes);
     if (sctl) {
-      sctl->headers[sc->posted % kFifoSlots] = {bytes, ctx.signature};
+      SlotHeader& h = sctl->headers[sc->posted % kFifoSlots];
+      h = {bytes, ctx.signature, 0, 0, {}};
+      if (prog.carries != nullptr && !st.carried) {  // the group's first slot to the checked rank
+        h.checkSeq = prog.carries->seq;
+        std::memcpy(h.check, prog.carries->mine, prog.carries->bytes);
+      }
+      st.carried = true;
       sctl->tail.store(++sc->posted, std::memory_order_release);
     }
     if (rctl) rctl->head.store(++rc->consumed, std::memory_order_release);
@@ -222,7 +287,11 @@ void publishWaits(const std::vector<LaneState>& lanes) {
 ncclResult_t runPrograms(std::vector<LaneProgram>& programs) {
   BRAID_CHECK(connect(programs));
   std::vector<LaneState> lanes;
-  for (auto& p : programs) lanes.push_back({&p});
+  std::vector<LaneProgram*> checkLanes;
+  for (auto& p : programs) {
+    lanes.push_back({&p});
+    if (p.check != nullptr) checkLanes.push_back(&p);
+  }
   static const double timeout = env::getDouble("BRAID_COLL_TIMEOUT", 600.0);  // read once: per call is costly
   auto lastProgress = Clock::now(), lastCheck = lastProgress;
   uint64_t idle = 0;
@@ -239,7 +308,7 @@ ncclResult_t runPrograms(std::vector<LaneProgram>& programs) {
     ncclResult_t error = ncclSuccess;
     for (auto& st : lanes) {
       if (st.finished) continue;
-      int moved = advance(st, &error);
+      int moved = advance(st, checkLanes, &error);
       if (error != ncclSuccess) return error;
       if (moved) st.program->comm->calls.noteProgress();
       progress += moved;

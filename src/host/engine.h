@@ -27,6 +27,23 @@ struct OpContext {
   std::vector<char> staging;    // a private copy of the input when the schedule cannot run in place
 };
 
+// The call check's lane (api/call_check.h): this rank's message to its successor and its
+// predecessor's, both on channel 0 beside the group's data, so that each rank's messages stay
+// in call order whichever way they go. A message goes in a slot of its own (no data, the
+// message in the header) or, where the group's first data slot goes to the successor anyway,
+// in that slot's header (SlotHeader::check): one message fewer per call, across hosts one
+// network message fewer. The predecessor's is taken from the head of its FIFO, or by a data
+// lane that reaches it first.
+struct CheckLane {
+  int pred = -1, succ = -1;
+  uint64_t seq = 0;      // the group's first collective (SlotHeader::checkSeq)
+  const void* mine = nullptr;
+  void* theirs = nullptr;
+  size_t bytes = 0;      // at most kSlotCheckBytes
+  bool rides = false;    // this rank's message rides on the first slot of the lane that `carries` it
+  bool arrived = false;  // `theirs` holds the predecessor's message
+};
+
 // The steps one lane runs, possibly from several ops of a group, in order.
 struct LaneProgram {
   ncclComm* comm = nullptr;
@@ -35,6 +52,8 @@ struct LaneProgram {
   // Runs when the lane's last step is done; an error ends the whole run at once (the call
   // check: a mismatch must not wait for data lanes that may never finish).
   std::function<ncclResult_t()> onFinish;
+  CheckLane* check = nullptr;          // on the call check's lane
+  const CheckLane* carries = nullptr;  // on the data lane whose first slot carries that check's message
 };
 
 // Connects what the programs need (in phases across communicators), then runs them all to
