@@ -139,18 +139,8 @@ RankPlan directBuild(const CollArgs& a) {
     default: return {};
   }
   const Ctx x{a, a.nRanks, a.rank};
-  RankPlan plan;
-  const auto ranges = laneRanges(a, a.count);
-  for (size_t ch = 0; ch < ranges.size(); ++ch) {
-    Lane lane{.channel = static_cast<int32_t>(ch), .steps = {}};
-    if (a.nRanks == 1) {  // a copy (every block offset is 0); reductions apply their post-op
-      copyStep(lane, ranges[ch].begin, ranges[ch].begin, ranges[ch].size(), collReduces(a.coll) ? kFinal : 0);
-    } else {
-      for (Range c : chunkRange(ranges[ch], 1, a.maxStepElems, effectiveAlign(a))) emit(x, c, lane);
-    }
-    if (!lane.steps.empty()) plan.lanes.push_back(std::move(lane));
-  }
-  return plan;
+  // One rank: a copy (every block offset is 0); reductions apply their post-op.
+  return chunkedPlan(a, 1, collReduces(a.coll) ? kFinal : 0, [&](Range c, Lane& lane) { emit(x, c, lane); });
 }
 
 }  // namespace

@@ -59,21 +59,8 @@ bool doublingSupports(Coll coll, int nRanks) { return nRanks >= 1 && coll == Col
 
 RankPlan doublingBuild(const CollArgs& a) {
   if (a.count == 0 || !doublingSupports(a.coll, a.nRanks)) return {};
-  const uint64_t align = effectiveAlign(a);
   const RingOrder order(a);
-  RankPlan plan;
-  const auto ranges = laneRanges(a, a.count);
-  for (size_t c = 0; c < ranges.size(); ++c) {
-    Lane lane{.channel = static_cast<int32_t>(c), .steps = {}};
-    if (a.nRanks == 1) {
-      addStep(lane, {.src = kInput, .dst = kOutput, .flags = kFinal, .srcOff = ranges[c].begin,
-                     .dstOff = ranges[c].begin, .count = ranges[c].size()});
-    } else {
-      for (Range chunk : chunkRange(ranges[c], 1, a.maxStepElems, align)) doublingChunk(a, order, chunk, lane);
-    }
-    if (!lane.steps.empty()) plan.lanes.push_back(std::move(lane));
-  }
-  return plan;
+  return chunkedPlan(a, 1, kFinal, [&](Range chunk, Lane& lane) { doublingChunk(a, order, chunk, lane); });
 }
 
 }  // namespace

@@ -45,6 +45,24 @@ std::vector<Range> laneRanges(const CollArgs& args, uint64_t total) {
   return splitRange({0, total}, static_cast<uint64_t>(std::max(1, args.nChannels)), effectiveAlign(args));
 }
 
+RankPlan chunkedPlan(const CollArgs& args, uint64_t blocksPerChunk, uint8_t copyFlags,
+                     const std::function<void(Range chunk, Lane& lane)>& emitChunk) {
+  const uint64_t align = effectiveAlign(args);
+  RankPlan plan;
+  const auto ranges = laneRanges(args, args.count);
+  for (size_t c = 0; c < ranges.size(); ++c) {
+    Lane lane{.channel = static_cast<int32_t>(c), .steps = {}};
+    if (args.nRanks == 1) {
+      addStep(lane, {.src = kInput, .dst = kOutput, .flags = copyFlags, .srcOff = ranges[c].begin,
+                     .dstOff = ranges[c].begin, .count = ranges[c].size()});
+    } else {
+      for (Range chunk : chunkRange(ranges[c], blocksPerChunk, args.maxStepElems, align)) emitChunk(chunk, lane);
+    }
+    if (!lane.steps.empty()) plan.lanes.push_back(std::move(lane));
+  }
+  return plan;
+}
+
 RingOrder::RingOrder(const CollArgs& args) {
   const int n = std::max(1, args.nRanks);
   bool valid = static_cast<int>(args.ring.size()) == n;

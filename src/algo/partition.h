@@ -2,6 +2,7 @@
 // Internal to src/algo.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "algo/schedule.h"
@@ -29,6 +30,12 @@ uint64_t effectiveAlign(const CollArgs& args);
 
 // The lanes' data ranges: [0, total) cut into max(1, nChannels) aligned parts.
 std::vector<Range> laneRanges(const CollArgs& args, uint64_t total);
+
+// The plan of an algorithm whose lanes each cut their range into chunks (chunkRange with
+// `blocksPerChunk`) and emit each chunk's steps: one lane per channel, lane c on channel c. One
+// rank: a copy in -> out per lane with `copyFlags` (kFinal for reductions).
+RankPlan chunkedPlan(const CollArgs& args, uint64_t blocksPerChunk, uint8_t copyFlags,
+                     const std::function<void(Range chunk, Lane& lane)>& emitChunk);
 
 // Rank order of a ring: args.ring when it is a permutation of 0..nRanks-1, else identity.
 class RingOrder {

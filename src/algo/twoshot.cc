@@ -40,19 +40,7 @@ bool twoShotSupports(Coll coll, int nRanks) { return nRanks >= 1 && coll == Coll
 RankPlan twoShotBuild(const CollArgs& a) {
   if (a.count == 0 || !twoShotSupports(a.coll, a.nRanks)) return {};
   const uint64_t align = effectiveAlign(a);
-  RankPlan plan;
-  const auto ranges = laneRanges(a, a.count);
-  for (size_t c = 0; c < ranges.size(); ++c) {
-    Lane lane{.channel = static_cast<int32_t>(c), .steps = {}};
-    if (a.nRanks == 1) {
-      addStep(lane, {.src = kInput, .dst = kOutput, .flags = kFinal, .srcOff = ranges[c].begin,
-                     .dstOff = ranges[c].begin, .count = ranges[c].size()});
-    } else {
-      for (Range chunk : chunkRange(ranges[c], a.nRanks, a.maxStepElems, align)) twoShotChunk(a, chunk, align, lane);
-    }
-    if (!lane.steps.empty()) plan.lanes.push_back(std::move(lane));
-  }
-  return plan;
+  return chunkedPlan(a, a.nRanks, kFinal, [&](Range chunk, Lane& lane) { twoShotChunk(a, chunk, align, lane); });
 }
 
 }  // namespace
