@@ -62,7 +62,10 @@ int advanceCheck(LaneState& st) {
       FifoControl* sctl = FifoLayout::control(sc->base);
       if (sc->posted - sctl->head.load(std::memory_order_acquire) >= kFifoSlots) return 0;
       SlotHeader& h = sctl->headers[sc->posted % kFifoSlots];
-      h = {0, kCheckSlotSignature, 0, ck.seq, {}};
+      h.bytes = 0;
+      h.signature = kCheckSlotSignature;
+      h.credit = 0;
+      h.checkSeq = ck.seq;
       std::memcpy(h.check, ck.mine, ck.bytes);
       sctl->tail.store(++sc->posted, std::memory_order_release);
     }
@@ -186,8 +189,12 @@ int advance(LaneState& st, const std::vector<LaneProgram*>& checkLanes, ncclResu
     }
     if (sendPtr && dstPtr) std::memcpy(sendPtr, dstPtr, bytes);
     if (sctl) {
+      // Field by field: the check message's bytes are read only where checkSeq says they are there.
       SlotHeader& h = sctl->headers[sc->posted % kFifoSlots];
-      h = {bytes, ctx.signature, 0, 0, {}};
+      h.bytes = bytes;
+      h.signature = ctx.signature;
+      h.credit = 0;
+      h.checkSeq = 0;
       if (prog.carries != nullptr && !st.carried) {  // the group's first slot to the checked rank
         h.checkSeq = prog.carries->seq;
         std::memcpy(h.check, prog.carries->mine, prog.carries->bytes);
