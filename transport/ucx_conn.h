@@ -132,4 +132,26 @@ inline bool posted(ucs_status_ptr_t r, Pending* p, ucs_status_t* error) {
   return true;
 }
 
+// Slot i of `c` is about to leave: it carries what the engine consumed from that peer (the
+// reverse connection's head), which then needs no credit message up to there. True when that
+// was a credit not yet sent.
+inline bool carryCredit(SendConn& c, int i) {
+  RecvConn* back = c.reverse;
+  if (back == nullptr || c.fifo.headers == nullptr) return false;
+  const uint64_t head = back->fifo.head->load(std::memory_order_acquire);
+  c.fifo.headers[i].credit = head;
+  if (head <= back->creditSent) return false;
+  back->creditSent = head;
+  return true;
+}
+
+// Slot i of `c` arrived: the credit it carries for the sends back to that peer, read before
+// the engine may take the slot, never more than was sent (a peer's word cannot open room that
+// does not exist).
+inline void takeCarriedCredit(RecvConn& c, int i) {
+  SendConn* back = c.reverse;
+  if (back == nullptr || c.fifo.headers == nullptr) return;
+  back->remoteHead = std::max(back->remoteHead, std::min(c.fifo.headers[i].credit, back->sent));
+}
+
 }  // namespace braid::transport::ucxconn

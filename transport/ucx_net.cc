@@ -1,3 +1,7 @@
+// The UCX transport (ucx_net.h): its worker, endpoints and proxy thread. Kept as one file (over
+// 800 lines) because start, the proxy's loop, the engine's progress() and shutdown are one
+// class's members working on one worker's state under one lock; what a connection is and what
+// its messages carry (tags, byte counts, memory types, credits) is already apart, in ucx_conn.h.
 #include "transport/ucx_net.h"
 
 #include <cuda_runtime_api.h>
@@ -354,14 +358,7 @@ bool UcxNetImpl::progressSend(SendConn& c) {
     ucs_status_ptr_t r;
     const ucp_tag_t tag = tagOf(kData, f.space, c.channel, comm_->rank, c.sent);
     if (f.headers != nullptr) {
-      if (RecvConn* back = c.reverse) {  // what the engine consumed from that peer rides along
-        const uint64_t head = back->fifo.head->load(std::memory_order_acquire);
-        f.headers[i].credit = head;
-        if (head > back->creditSent) {
-          back->creditSent = head;
-          ++creditsCarried_;
-        }
-      }
+      creditsCarried_ += carryCredit(c, i);
       c.iov[i][0] = {&f.headers[i], sizeof(SlotHeader)};
       c.iov[i][1] = {f.slot(c.sent), static_cast<size_t>(std::min<uint64_t>(f.headers[i].bytes, f.slotBytes))};
       p.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
@@ -443,10 +440,7 @@ bool UcxNetImpl::progressRecv(RecvConn& c) {
       c.failed = true;
       return true;
     }
-    // A credit for our sends to that peer, read before the engine may take the slot (never
-    // more than was sent: a peer's word cannot open room that does not exist).
-    if (c.reverse != nullptr && f.headers != nullptr)
-      c.reverse->remoteHead = std::max(c.reverse->remoteHead, std::min(f.headers[i].credit, c.reverse->sent));
+    takeCarriedCredit(c, i);
     ++c.done;
     f.tail->store(c.done, std::memory_order_release);
     moved = true;
