@@ -21,7 +21,6 @@ struct CheckMessage {
   CallDesc calls[kShownCalls];  // the first ones, to name them in the error
 };
 
-
 uint64_t digestOf(std::span<const CallDesc> descs) {
   uint64_t h = 1469598103934665603ull;
   auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
@@ -112,16 +111,12 @@ void CallCheck::add(ncclComm* comm, std::span<const CallDesc> descs, std::vector
   l.mine.digest = digestOf(colls);
   for (size_t i = 0; i < colls.size() && i < kShownCalls; ++i) l.mine.calls[i] = colls[i];
   l.theirs = CheckMessage{};
+  // The engine moves the messages itself (host/engine.h CheckLane); the steps say which
+  // connections the lane needs and what it waits for (hang reports), the context its call.
   l.ctx.caller = callName(static_cast<CallKind>(colls.front().kind));
-  l.ctx.elemSize = 1;
-  l.ctx.signature = kCheckSlotSignature;  // the same on every rank whatever the call
-  l.ctx.bufs = {reinterpret_cast<char*>(&l.mine), reinterpret_cast<char*>(&l.theirs)};
-  l.ctx.bufIsInput = {false, false};
   l.send.sendPeer = (comm->rank + 1) % comm->nRanks;
-  l.send.src = 0;
   l.send.count = sizeof(CheckMessage);
   l.recv.recvPeer = l.prev;
-  l.recv.dst = 1;
   l.recv.count = sizeof(CheckMessage);
   // The message rides on the group's first data slot where that goes to the successor first
   // thing (a ring, a 2-rank exchange): the channel's data lane whose first step is a send there
