@@ -124,6 +124,7 @@ ncclResult_t checkBuffers(braid::api::Task& t, bool needSend, bool needRecv, siz
 }
 
 ncclResult_t enqueue(braid::api::Task t) {
+  const auto start = ncclComm::EnqueueTimes::Clock::now();
   // Held until the call returns: another thread's destroy or abort waits for it.
   braid::CommUse use(t.comm, t.caller);
   if (use.result() != ncclSuccess) return braid::api::noteGroupError(use.result());
@@ -163,6 +164,11 @@ ncclResult_t enqueue(braid::api::Task t) {
     }
   }
   if (rc != ncclSuccess) return braid::api::noteGroupError(rc);
+  if (t.onDevice) {
+    auto& times = t.comm->enqueueTimes;
+    times.calls.fetch_add(1, std::memory_order_relaxed);
+    times.add(times.checkNs, start);
+  }
   return braid::api::noteGroupError(braid::api::submit(t));
 }
 

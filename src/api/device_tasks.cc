@@ -330,7 +330,9 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
     }
     cl.comm->served->leaderLaunched(gatesOf(cl));  // a no-op unless this rank leads
   } else {
+    const auto start = ncclComm::EnqueueTimes::Clock::now();
     BRAID_CHECK(kernels::launch(L, &widest));
+    ncclComm::EnqueueTimes::add(cl.comm->enqueueTimes.launchNs, start);
   }
   cl.comm->tuning->noteBlocks(widest);
   for (void* p : cl.scratch)
@@ -364,9 +366,33 @@ ncclResult_t copyOnOneRank(const Task& t) {
   return e == cudaSuccess ? ncclSuccess : cudaFail(t, "the copy kernel's launch", e);
 }
 
+// Adds the host time of one run to each of its communicators' EnqueueTimes, however it returns.
+class RunClock {
+ public:
+  explicit RunClock(std::span<const Task* const> tasks) : tasks_(tasks) {}
+  ~RunClock() {
+    for (size_t i = 0; i < tasks_.size(); ++i)
+      if (firstOfItsComm(i)) {
+        tasks_[i]->comm->enqueueTimes.runs.fetch_add(1, std::memory_order_relaxed);
+        ncclComm::EnqueueTimes::add(tasks_[i]->comm->enqueueTimes.runNs, start_);
+      }
+  }
+  ncclComm::EnqueueTimes::Clock::time_point start() const { return start_; }
+
+ private:
+  bool firstOfItsComm(size_t i) const {
+    for (size_t j = 0; j < i; ++j)
+      if (tasks_[j]->comm == tasks_[i]->comm) return false;
+    return true;
+  }
+  std::span<const Task* const> tasks_;
+  ncclComm::EnqueueTimes::Clock::time_point start_ = ncclComm::EnqueueTimes::Clock::now();
+};
+
 }  // namespace
 
 ncclResult_t runDeviceTasks(std::span<const Task* const> tasks) {
+  RunClock clock(tasks);
   size_t kernelTasks = 0;
   for (const Task* t : tasks) {
     if (copiesOnOneRank(*t)) BRAID_CHECK(copyOnOneRank(*t));
@@ -419,6 +445,7 @@ ncclResult_t runDeviceTasks(std::span<const Task* const> tasks) {
     cl.connected = cl.res->linkEnds(cl.protocol, cl.sends, cl.recvs, &cl.launch);
     connecting = connecting || !cl.connected;
   }
+  for (CommLaunch& cl : launches) ncclComm::EnqueueTimes::add(cl.comm->enqueueTimes.planNs, clock.start());
   if (launches.size() == 1 || !connecting) {
     ncclResult_t first = ncclSuccess;
     for (CommLaunch& cl : launches) {

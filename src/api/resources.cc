@@ -2,6 +2,7 @@
 // connect lazily on first use.
 #include "api/resources.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "api/plan.h"
@@ -80,6 +81,15 @@ void destroyResources(ncclComm* comm, bool abort) {
   else if (alone > 0)
     BRAID_INFO(kColl, "rank %d: call check: %llu messages in slots of their own, none rode on data", comm->rank,
                static_cast<unsigned long long>(alone));
+  if (const auto& t = comm->enqueueTimes; t.runs.load() > 0) {
+    const double calls = double(std::max<uint64_t>(1, t.calls.load())), runs = double(t.runs.load());
+    BRAID_INFO(kColl,
+               "rank %d: host time of device calls: checks %.2f us a call (%llu calls); %llu runs %.2f us each, of it "
+               "planning %.2f and packing plus kernel launch %.2f",
+               comm->rank, double(t.checkNs.load()) / 1e3 / calls, static_cast<unsigned long long>(t.calls.load()),
+               static_cast<unsigned long long>(t.runs.load()), double(t.runNs.load()) / 1e3 / runs,
+               double(t.planNs.load()) / 1e3 / runs, double(t.launchNs.load()) / 1e3 / runs);
+  }
   if (comm->served) comm->served->stop(abort);  // a leader waits for its served ranks to finish first
   if (comm->device) comm->device->close(abort);
   setCommDevice(comm, nullptr);

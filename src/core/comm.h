@@ -1,6 +1,7 @@
 // The communicator behind an ncclComm_t.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -104,6 +105,16 @@ struct ncclComm {
   // The call check's messages this rank sent on host memory: riding on a data slot, or in a
   // slot of their own (host/engine.h CheckLane); said at INFO when the communicator closes.
   std::atomic<uint64_t> checksRode{0}, checksAlone{0};
+  // Host time of this rank's device calls (the enqueue, not the GPU's work), said at INFO COLL
+  // when the communicator closes: where a small call's time goes when the host is the bound.
+  struct EnqueueTimes {
+    std::atomic<uint64_t> calls{0}, checkNs{0}, runs{0}, runNs{0}, planNs{0}, launchNs{0};
+    using Clock = std::chrono::steady_clock;
+    static void add(std::atomic<uint64_t>& to, Clock::time_point since) {
+      to.fetch_add(uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - since).count()),
+                   std::memory_order_relaxed);
+    }
+  } enqueueTimes;
 
   ncclComm();
   ~ncclComm();
