@@ -6,6 +6,7 @@
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <utility>
 
 #include "core/cuda_scope.h"
 #include "core/log.h"
@@ -99,14 +100,16 @@ ncclResult_t preloadKernels(int cudaDev) {
   return ncclSuccess;
 }
 
-ncclResult_t launch(const Launch& w, unsigned* widestKernel) {
+ncclResult_t launch(const Launch& w, unsigned* widestKernel, PackedLaunch* kept) {
   if (w.threadsPerBlock < 32 || w.threadsPerBlock > 512 || w.threadsPerBlock % 32 != 0)
     return fail(ncclInvalidArgument, "executor: threadsPerBlock %d; need a multiple of 32 in [32, 512]", w.threadsPerBlock);
   if (w.slicesPerStep < 1 || w.slicesPerStep > 64)
     return fail(ncclInvalidArgument, "executor: slicesPerStep %d; need 1..64", w.slicesPerStep);
   PackedLaunch packed;
   BRAID_CHECK(packLaunch(w, &packed));
-  return enqueuePacked(w, packed, widestKernel);
+  BRAID_CHECK(enqueuePacked(w, packed, widestKernel));
+  if (kept != nullptr) *kept = std::move(packed);
+  return ncclSuccess;
 }
 
 ncclResult_t enqueuePacked(const Launch& w, const PackedLaunch& packed, unsigned* widestKernel) {

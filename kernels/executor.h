@@ -87,10 +87,11 @@ struct Launch {
 // their ops in the same order. Returns ncclInvalidArgument for a malformed launch (a step
 // naming a connection or buffer that is absent), ncclUnhandledCudaError when CUDA refuses.
 // `widestKernel`, when given, gets the most blocks of any kernel it enqueued (all of a kernel's
-// blocks run together with the peers' kernels: they must fit on the GPU at once).
-ncclResult_t launch(const Launch& work, unsigned* widestKernel = nullptr);
-
+// blocks run together with the peers' kernels: they must fit on the GPU at once). `packed`,
+// when given, gets the kernels as packed, for enqueuePacked to enqueue them again.
 struct PackedLaunch;  // pack.h
+ncclResult_t launch(const Launch& work, unsigned* widestKernel = nullptr, PackedLaunch* packed = nullptr);
+
 // The second half of launch(): enqueues work packed by packLaunch (perhaps in another process,
 // its pointers rewritten: src/api/served.h) with `context`'s device, stream, abort and error
 // words, threads, fences, slicing and work caches; its ops, lanes and ends are not read.

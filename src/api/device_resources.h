@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "algo/protocol.h"
+#include "api/launch_replay.h"
 #include "api/served.h"
 #include "core/comm.h"
 #include "kernels/executor.h"
@@ -60,6 +61,8 @@ class GpuResources final : public DeviceResources {
   // Device copies of large launches' work, reused by calls that repeat them.
   kernels::WorkCache* workCache() const { return workCache_.get(); }
   kernels::GraphWork* graphWork() const { return graphWork_.get(); }
+  // Launches kept for calls that repeat them (launch_replay.h); the communicator's caller only.
+  LaunchReplay& replay() { return replay_; }
   // `bytes` of stream-ordered scratch on `stream`, from a pool that never makes one stream wait
   // for another (kernels/stream_pool.h); free it with cudaFreeAsync. The caller's device is current.
   cudaError_t scratch(size_t bytes, cudaStream_t stream, void** out);
@@ -96,6 +99,7 @@ class GpuResources final : public DeviceResources {
   std::unique_ptr<ServedMember> served_;  // its control words replace words_
   std::unique_ptr<kernels::WorkCache> workCache_;
   std::unique_ptr<kernels::GraphWork> graphWork_;
+  LaunchReplay replay_;
   cudaMemPool_t scratchPool_ = nullptr;  // made on first use
   std::mutex scratchMutex_;
 };

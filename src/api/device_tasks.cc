@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <optional>
 #include <span>
 #include <thread>
 
 #include "api/call_check.h"
 #include "api/device_resources.h"
+#include "api/launch_replay.h"
 #include "api/plan.h"
 #include "api/redop.h"
 #include "api/task.h"
@@ -77,6 +79,7 @@ struct CommLaunch {
   // A served rank (served.h): the copies the leader makes before the kernels, and its scratch.
   std::vector<ServedCopy> servedCopies;
   std::vector<size_t> servedScratch;
+  std::optional<LaunchReplay::Key> replayKey;  // set where the launch may be kept for replays
 };
 
 // The numbered calls of a launch end when its work on the stream does (tracked by an event),
@@ -330,9 +333,13 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
     }
     cl.comm->served->leaderLaunched(gatesOf(cl));  // a no-op unless this rank leads
   } else {
+    // Kept for replays only when nothing but the key and the connections went into it.
+    const bool keep = cl.replayKey && cl.scratch.empty() && cl.selfCopies.empty() && others.empty();
+    kernels::PackedLaunch packed;
     const auto start = ncclComm::EnqueueTimes::Clock::now();
-    BRAID_CHECK(kernels::launch(L, &widest));
+    BRAID_CHECK(kernels::launch(L, &widest, keep ? &packed : nullptr));
     ncclComm::EnqueueTimes::add(cl.comm->enqueueTimes.launchNs, start);
+    if (keep) cl.res->replay().keep(std::move(*cl.replayKey), L, std::move(packed));
   }
   cl.comm->tuning->noteBlocks(widest);
   for (void* p : cl.scratch)
@@ -344,6 +351,28 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
 
 ncclResult_t connectLaunchAndTrack(CommLaunch& cl) {
   ncclResult_t rc = connectAndLaunch(cl);
+  trackCalls(cl, rc == ncclSuccess);
+  return rc;
+}
+
+// The kept launch that `cl` repeats (launch_replay.h), or null; sets cl.replayKey where `cl`
+// may be kept. A launch of one communicator whose ranks run their own kernels (not served).
+const LaunchReplay::Entry* replayOf(CommLaunch& cl) {
+  if (!cl.comm->device || (cl.comm->served && cl.comm->served->plan.any())) return nullptr;
+  cl.res = static_cast<GpuResources*>(cl.comm->device.get());
+  if (cl.res->served()) return nullptr;
+  cl.replayKey = LaunchReplay::keyOf(cl.tasks);
+  return cl.replayKey ? cl.res->replay().find(*cl.replayKey) : nullptr;
+}
+
+ncclResult_t replay(CommLaunch& cl, const LaunchReplay::Entry& kept) {
+  RelaxedCapture relaxed;  // a large launch's work kept for a graph being captured is allocated
+  cl.launch.stream = kept.settings.stream;
+  cl.res->launched();  // before the kernel can start, as connectAndLaunch
+  const auto start = ncclComm::EnqueueTimes::Clock::now();
+  ncclResult_t rc = kernels::enqueuePacked(kept.settings, kept.packed);
+  ncclComm::EnqueueTimes::add(cl.comm->enqueueTimes.launchNs, start);
+  cl.comm->enqueueTimes.replays.fetch_add(1, std::memory_order_relaxed);
   trackCalls(cl, rc == ncclSuccess);
   return rc;
 }
@@ -428,6 +457,8 @@ ncclResult_t runDeviceTasks(std::span<const Task* const> tasks) {
       return rc;
     }
   }
+  if (launches.size() == 1)
+    if (const LaunchReplay::Entry* kept = replayOf(launches.front())) return replay(launches.front(), *kept);
   DeviceScope restore;      // the loops below switch devices
   RelaxedCapture relaxed;  // the first call may be captured, and it allocates the connections
   bool connecting = false;

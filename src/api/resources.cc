@@ -84,10 +84,11 @@ void destroyResources(ncclComm* comm, bool abort) {
   if (const auto& t = comm->enqueueTimes; t.runs.load() > 0) {
     const double calls = double(std::max<uint64_t>(1, t.calls.load())), runs = double(t.runs.load());
     BRAID_INFO(kColl,
-               "rank %d: host time of device calls: checks %.2f us a call (%llu calls); %llu runs %.2f us each, of it "
-               "planning %.2f and packing plus kernel launch %.2f",
+               "rank %d: host time of device calls: checks %.2f us a call (%llu calls); %llu runs (%llu replayed a kept "
+               "launch) %.2f us each, of it planning %.2f and packing plus kernel launch %.2f",
                comm->rank, double(t.checkNs.load()) / 1e3 / calls, static_cast<unsigned long long>(t.calls.load()),
-               static_cast<unsigned long long>(t.runs.load()), double(t.runNs.load()) / 1e3 / runs,
+               static_cast<unsigned long long>(t.runs.load()), static_cast<unsigned long long>(t.replays.load()),
+               double(t.runNs.load()) / 1e3 / runs,
                double(t.planNs.load()) / 1e3 / runs, double(t.launchNs.load()) / 1e3 / runs);
   }
   if (comm->served) comm->served->stop(abort);  // a leader waits for its served ranks to finish first

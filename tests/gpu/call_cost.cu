@@ -26,6 +26,17 @@ namespace {
 
 __global__ void emptyKernel() {}
 
+// Kernels whose parameters are as large as the executor's (4 KiB: kernels/work_layout.h
+// KernelParams) or an eighth of that: what the parameters' size adds to a launch.
+template <size_t N>
+struct Params {
+  unsigned char bytes[N];
+};
+template <size_t N>
+__global__ void paramsKernel(const __grid_constant__ Params<N> p) {
+  if (threadIdx.x == 0 && p.bytes[0] == 255 && p.bytes[N - 1] == 255) asm volatile("trap;");
+}
+
 __global__ void copyKernel(const uint4* src, uint4* dst, size_t n16) {
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n16; i += size_t(gridDim.x) * blockDim.x) dst[i] = src[i];
 }
@@ -92,6 +103,12 @@ int main() {
   CK(cudaStreamSynchronize(s));
   auto src = static_cast<const uint4*>(d0);
   auto dst = static_cast<uint4*>(d1);
+  Params<512> p512{};
+  Params<4000> p4k{};
+  std::printf("  kernel, 512 B of parameters        %.3f\n", hostUsPerCall(calls, [&] { paramsKernel<512><<<1, 32, 0, s>>>(p512); }));
+  CK(cudaStreamSynchronize(s));
+  std::printf("  kernel, 4000 B of parameters       %.3f\n", hostUsPerCall(calls, [&] { paramsKernel<4000><<<1, 32, 0, s>>>(p4k); }));
+  CK(cudaStreamSynchronize(s));
   std::printf("  copy kernel <<<1,64>>>             %.3f\n", hostUsPerCall(calls, [&] { copyKernel<<<1, 64, 0, s>>>(src, dst, 1); }));
   CK(cudaStreamSynchronize(s));
   cudaEvent_t ev;
