@@ -12,7 +12,8 @@
 # GRAPH_NPS (all-reduce also under nccl-tests' -G 20, CUDA graphs: GPU time without the host's;
 # default "2 4"; empty: none), ALGO_RUNS (all-reduce 8 B-1 MB with PROTO/ALGO forced; default LL/direct
 # LL/twoshot Simple/direct), ARGS (nccl-tests size flags; default -b 8 -e 64M -f 2), EXTRA_ENV
-# (VAR=VALUE ... given to every rank, e.g. NCCL_MIN_CTAS=8), SUFFIX (added to the run labels),
+# (VAR=VALUE ... given to every rank, e.g. NCCL_MIN_CTAS=8), NCCL_EXTRA_ENV (the same for the real
+# NCCL's runs instead, e.g. empty where EXTRA_ENV turns on logging), SUFFIX (added to the run labels),
 # NT_BIN (where nccl-tests' binaries are kept between runs; default: built in OUT_DIR, removed),
 # MPS=on|off (default on: started here unless it runs; off: issue 16's served ranks, MPS must not
 # be running, and GRAPH_NPS defaults to none since capture is refused there), NCCL_HEADERS (a
@@ -68,7 +69,9 @@ run() {
   local left=$((deadline - (SECONDS - start)))
   if [ "$left" -lt 25 ]; then echo "$label skipped (deadline)" | tee -a "$summary"; return; fi
   local envs=(-x NCCL_TESTS_DEVICE=0 -x NCCL_NVLS_ENABLE=0) kv
-  for kv in ${EXTRA_ENV:-}; do envs+=(-x "$kv"); done
+  local extra="${EXTRA_ENV:-}"
+  [ "$preload" = 1 ] || extra="${NCCL_EXTRA_ENV-$extra}"
+  for kv in $extra; do envs+=(-x "$kv"); done
   [ "$preload" = 1 ] && envs+=(-x LD_PRELOAD="$lib")
   case "$proto" in
     tuner|nccl) ;;
