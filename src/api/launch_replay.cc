@@ -1,11 +1,36 @@
 #include "api/launch_replay.h"
 
 #include <algorithm>
+#include <cstring>
+
+#include "core/numeric.h"
 
 namespace braid::api {
+namespace {
+
+// The group's buffers in key order: send, recv of each task.
+const void* bufferOf(std::span<const Task* const> tasks, size_t i) {
+  const Task& t = *tasks[i / 2];
+  return i % 2 == 0 ? t.sendbuff : t.recvbuff;
+}
+
+bool sendOverlapsARecv(std::span<const Task* const> tasks) {
+  for (const Task* s : tasks) {
+    if (s->coll != algo::Coll::SendRecv || !s->isSend || s->count == 0) continue;
+    auto begin = static_cast<const char*>(s->sendbuff), end = begin + s->count * sizeOfType(s->type);
+    for (const Task* r : tasks) {
+      if (r->coll != algo::Coll::SendRecv || r->isSend || r->count == 0) continue;
+      auto rb = static_cast<const char*>(r->recvbuff);
+      if (rb < end && begin < rb + r->count * sizeOfType(r->type)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
 
 std::optional<LaunchReplay::Key> LaunchReplay::keyOf(std::span<const Task* const> tasks) {
-  if (tasks.empty()) return std::nullopt;
+  if (tasks.empty() || sendOverlapsARecv(tasks)) return std::nullopt;
   Key key;
   key.stream = tasks.front()->stream;
   key.tasks.reserve(tasks.size());
@@ -18,16 +43,26 @@ std::optional<LaunchReplay::Key> LaunchReplay::keyOf(std::span<const Task* const
     k.op = static_cast<int32_t>(t->op);
     k.root = t->root;
     k.count = t->count;
-    k.sendbuff = t->sendbuff;
-    k.recvbuff = t->recvbuff;
     key.tasks.push_back(k);
+  }
+  key.aliases.resize(2 * tasks.size(), -1);
+  for (size_t i = 0; i < key.aliases.size(); ++i) {
+    const void* p = bufferOf(tasks, i);
+    if (p == nullptr) continue;
+    size_t first = 0;
+    while (bufferOf(tasks, first) != p) ++first;
+    key.aliases[i] = static_cast<int16_t>(first);
   }
   return key;
 }
 
-const LaunchReplay::Entry* LaunchReplay::find(const Key& key) {
+const LaunchReplay::Entry* LaunchReplay::find(const Key& key, std::span<const Task* const> tasks) {
   for (Entry& e : entries_)
     if (e.key == key) {
+      for (const Patch& p : e.patches) {
+        const void* now = bufferOf(tasks, p.buffer);
+        std::memcpy(e.packed.kernels[p.kernel].blob.data() + p.offset, &now, sizeof(now));
+      }
       e.lastUse = ++tick_;
       ++hits_;
       return &e;
@@ -35,11 +70,26 @@ const LaunchReplay::Entry* LaunchReplay::find(const Key& key) {
   return nullptr;
 }
 
-void LaunchReplay::keep(Key key, const kernels::Launch& launch, kernels::PackedLaunch packed) {
+void LaunchReplay::keep(Key key, std::span<const Task* const> tasks, const kernels::Launch& launch,
+                        kernels::PackedLaunch packed) {
   if (maxEntries_ == 0) return;
+  // Every pointer of the blob that is one of the buffers (its first index: an equal one is the
+  // same buffer in every call with this key). No other pointer of the blob can equal a user's
+  // buffer: the rest are braid's own FIFOs, counters and scalars.
+  std::vector<Patch> patches;
+  for (size_t k = 0; k < packed.kernels.size(); ++k)
+    for (uint32_t offset : kernels::pointerOffsets(packed.kernels[k])) {
+      const void* p = nullptr;
+      std::memcpy(&p, packed.kernels[k].blob.data() + offset, sizeof(p));
+      for (size_t i = 0; i < key.aliases.size(); ++i)
+        if (key.aliases[i] == static_cast<int16_t>(i) && bufferOf(tasks, i) == p) {
+          patches.push_back({static_cast<uint32_t>(k), offset, static_cast<uint32_t>(i)});
+          break;
+        }
+    }
   if (entries_.size() >= maxEntries_)
     entries_.erase(std::min_element(entries_.begin(), entries_.end(),
-                                     [](const Entry& a, const Entry& b) { return a.lastUse < b.lastUse; }));
+                                    [](const Entry& a, const Entry& b) { return a.lastUse < b.lastUse; }));
   Entry& e = entries_.emplace_back();
   e.key = std::move(key);
   e.settings = launch;
@@ -48,6 +98,7 @@ void LaunchReplay::keep(Key key, const kernels::Launch& launch, kernels::PackedL
   e.settings.sends.clear();
   e.settings.recvs.clear();
   e.packed = std::move(packed);
+  e.patches = std::move(patches);
   e.lastUse = ++tick_;
 }
 

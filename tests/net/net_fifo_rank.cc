@@ -7,7 +7,10 @@
 // Meanwhile the main thread runs host-memory all-reduces on the same communicator, whose CPU
 // engine uses the same UCX worker and the same (channel, peer) pairs (channel 0): the two
 // engines' messages must not mix (their tags differ in space, net_fifo.h).
-//   net_fifo_rank [--emulate-hosts PER] [--slots N]
+//   net_fifo_rank [--emulate-hosts PER] [--slots N] [--bench MB [--slot-kib K] [--channels C]]
+// --bench: no check and no all-reduce beside: whole slots of K KiB (default 256, the GPU's
+// Simple slot) on C channels per peer (default 1), MB megabytes each way per link, as fast as the
+// proxy moves them; prints MB/s (what the proxy can carry, with no GPU in the way).
 // Started by braid-launch (loopback: --emulate-hosts gives ranks r / PER their own BRAID_HOSTID
 // and points UCX and the bootstrap at lo) or by tests/net/nodes_run.sh (namespaces). Prints OK;
 // exits 77 (skipped) where UCX is missing, 1 on a wrong word or a wait past its bound.
@@ -103,6 +106,26 @@ void recvSlots(const FifoRecvEnd& e, int peer, int channel, uint64_t from, uint6
   }
 }
 
+// --bench's sender and receiver: whole slots, one word written and read.
+void benchSend(const FifoSendEnd& e, uint64_t to) {
+  for (uint64_t k = 0; k < to; ++k) {
+    if (!waitFor([&] { return atomicWord(e.localHead)->load(std::memory_order_acquire) + e.nSlots > k; }))
+      return failf("no room to send", -1, -1, k, "head never moved");
+    *reinterpret_cast<uint64_t*>(e.peerFifo + (k % e.nSlots) * e.slotBytes) = k;
+    __atomic_store_n(&e.slotSizes[k % e.nSlots], e.slotBytes, __ATOMIC_RELAXED);
+    atomicWord(e.peerTail)->store(k + 1, std::memory_order_release);
+  }
+}
+void benchRecv(const FifoRecvEnd& e, uint64_t to) {
+  for (uint64_t k = 0; k < to; ++k) {
+    if (!waitFor([&] { return atomicWord(e.localTail)->load(std::memory_order_acquire) > k; }))
+      return failf("nothing arrived", -1, -1, k, "tail never moved");
+    if (*reinterpret_cast<const uint64_t*>(e.localFifo + (k % e.nSlots) * e.slotBytes) != k)
+      return failf("wrong data", -1, -1, k, "the slot's first word");
+    atomicWord(e.peerHead)->store(k + 1, std::memory_order_release);
+  }
+}
+
 struct Links {
   std::vector<std::pair<FifoSendEnd, std::pair<int, int>>> sends;  // end, (peer, channel)
   std::vector<std::pair<FifoRecvEnd, std::pair<int, int>>> recvs;
@@ -145,11 +168,17 @@ int main(int argc, char** argv) {
   gRank = env.rank;
   int emulatePer = 0;
   uint64_t nSlotsToMove = 600;
+  double benchMb = 0;
+  uint32_t slotBytes = kSlotBytes;
+  int benchChannels = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--emulate-hosts") == 0) emulatePer = std::atoi(argv[i + 1]);
     else if (std::strcmp(argv[i], "--slots") == 0) nSlotsToMove = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (std::strcmp(argv[i], "--bench") == 0) benchMb = std::atof(argv[i + 1]);
+    else if (std::strcmp(argv[i], "--slot-kib") == 0) slotBytes = uint32_t(std::atoi(argv[i + 1])) * 1024;
+    else if (std::strcmp(argv[i], "--channels") == 0) benchChannels = std::atoi(argv[i + 1]);
     else {
-      std::fprintf(stderr, "usage: net_fifo_rank [--emulate-hosts PER] [--slots N]\n");
+      std::fprintf(stderr, "usage: net_fifo_rank [--emulate-hosts PER] [--slots N] [--bench MB [--slot-kib K] [--channels C]]\n");
       return 2;
     }
   }
@@ -172,15 +201,21 @@ int main(int argc, char** argv) {
     return 1;
   }
   // Every peer is on another host: a send and a receive link to each, on each channel.
+  if (benchMb > 0 && slotBytes == kSlotBytes) slotBytes = 256 * 1024;
+  std::vector<int> channels(std::begin(kChannels), std::end(kChannels));
+  if (benchMb > 0) {
+    channels.clear();
+    for (int c = 0; c < benchChannels; ++c) channels.push_back(c);
+  }
   std::vector<braid::transport::P2pLink> sendTo, recvFrom;
   for (int p = 0; p < env.nRanks; ++p)
     if (comm->peers[p].hostHash != comm->peers[env.rank].hostHash)
-      for (int c : kChannels) {
+      for (int c : channels) {
         sendTo.push_back({c, p});
         recvFrom.push_back({c, p});
       }
   std::unique_ptr<braid::transport::NetDeviceLinks> net;
-  if (braid::transport::NetDeviceLinks::connect(*comm->net, env.rank, braid::transport::plainHostMemory(), nullptr, kSlotBytes,
+  if (braid::transport::NetDeviceLinks::connect(*comm->net, env.rank, braid::transport::plainHostMemory(), nullptr, slotBytes,
                                                 kSlots, sendTo, recvFrom, &net) != ncclSuccess) {
     std::fprintf(stderr, "[rank %d] FAIL: NetDeviceLinks::connect: %s\n", env.rank, ncclGetLastError(nullptr));
     return 1;
@@ -197,6 +232,23 @@ int main(int argc, char** argv) {
     links.recvs.push_back({e, {l.peer, l.channel}});
   }
 
+  if (benchMb > 0) {
+    const uint64_t perLink = uint64_t(benchMb * 1e6 / slotBytes) + 1;
+    ncclAllReduce(&benchMb, &benchMb, 0, ncclFloat64, ncclSum, comm, nullptr);  // start together
+    const auto start = Clock::now();
+    comm->net->kick();
+    std::vector<std::thread> threads;
+    for (const auto& [e, pc] : links.sends) threads.emplace_back(benchSend, e, perLink);
+    for (const auto& [e, pc] : links.recvs) threads.emplace_back(benchRecv, e, perLink);
+    for (std::thread& t : threads) t.join();
+    const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+    const double mb = double(perLink) * slotBytes * double(links.sends.size()) / 1e6;
+    std::printf("[rank %d] bench: %zu links each way, %u KiB slots x %u: %.1f MB sent and received in %.3f s: %.0f MB/s each way\n",
+                env.rank, links.sends.size(), slotBytes / 1024, kSlots, mb, secs, mb / secs);
+    net.reset();
+    (void)ncclCommDestroy(comm);
+    return gFailures.load() == 0 ? 0 : 1;
+  }
   // 1. Slots on every link while the CPU engine runs all-reduces on the same worker and channels.
   const auto t0 = Clock::now();
   comm->net->kick();
