@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <list>
@@ -172,8 +173,25 @@ void UcxNetImpl::failConn(int peer, const char* what, ucs_status_t status) {
   BRAID_WARN("%s", text);
 }
 
+// UCX's TCP transport cuts every message into segments of UCX_TCP_TX_SEG_SIZE (8 KiB by
+// default), one send call each: a GPU FIFO slot of 256 KiB went as 32. With segments of a slot,
+// the proxy carried whole 256 KiB slots at 2.1-2.5 GB/s each way instead of 0.7-1.4 (2-core VM,
+// tests/net/net_fifo_rank --bench, 3 rounds each); the CPU engine's all-reduce, whose reductions
+// bound it there, measured the same within noise. The environment is the one way every UCX
+// version reads transport settings before its context exists (ucp_config_modify names only UCP's
+// in UCX 1.13: "invalid configurations"); a value the user set stays, and it is set once, before
+// this process's first UCX context.
+void defaultUcxTcpSegments() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    (void)setenv("UCX_TCP_TX_SEG_SIZE", "256k", /*overwrite=*/0);
+    (void)setenv("UCX_TCP_RX_SEG_SIZE", "256k", /*overwrite=*/0);
+  });
+}
+
 ncclResult_t UcxNetImpl::start() {
   const int n = comm_->nRanks, me = comm_->rank;
+  defaultUcxTcpSegments();
   std::string failure;  // why this rank cannot use UCX: sent instead of an address
   ucp_address_t* address = nullptr;
   size_t addressBytes = 0;
