@@ -371,8 +371,7 @@ ncclResult_t replay(CommLaunch& cl, const LaunchReplay::Entry& kept) {
   cl.res->launched();  // before the kernel can start, as connectAndLaunch
   const auto start = ncclComm::EnqueueTimes::Clock::now();
   ncclResult_t rc = kernels::enqueuePacked(kept.settings, kept.packed);
-  ncclComm::EnqueueTimes::add(cl.comm->enqueueTimes.launchNs, start);
-  cl.comm->enqueueTimes.replays.fetch_add(1, std::memory_order_relaxed);
+  ncclComm::EnqueueTimes::add(cl.comm->enqueueTimes.replayLaunchNs, start);
   trackCalls(cl, rc == ncclSuccess);
   return rc;
 }
@@ -402,11 +401,13 @@ class RunClock {
   ~RunClock() {
     for (size_t i = 0; i < tasks_.size(); ++i)
       if (firstOfItsComm(i)) {
-        tasks_[i]->comm->enqueueTimes.runs.fetch_add(1, std::memory_order_relaxed);
-        ncclComm::EnqueueTimes::add(tasks_[i]->comm->enqueueTimes.runNs, start_);
+        ncclComm::EnqueueTimes& t = tasks_[i]->comm->enqueueTimes;
+        (replayed_ ? t.replays : t.runs).fetch_add(1, std::memory_order_relaxed);
+        ncclComm::EnqueueTimes::add(replayed_ ? t.replayNs : t.runNs, start_);
       }
   }
   ncclComm::EnqueueTimes::Clock::time_point start() const { return start_; }
+  void replayed() { replayed_ = true; }
 
  private:
   bool firstOfItsComm(size_t i) const {
@@ -416,6 +417,7 @@ class RunClock {
   }
   std::span<const Task* const> tasks_;
   ncclComm::EnqueueTimes::Clock::time_point start_ = ncclComm::EnqueueTimes::Clock::now();
+  bool replayed_ = false;
 };
 
 // A 1-rank communicator's group of sends and receives to itself, on one stream, the k-th send
@@ -496,7 +498,10 @@ ncclResult_t runDeviceTasks(std::span<const Task* const> tasks) {
     }
   }
   if (launches.size() == 1)
-    if (const LaunchReplay::Entry* kept = replayOf(launches.front())) return replay(launches.front(), *kept);
+    if (const LaunchReplay::Entry* kept = replayOf(launches.front())) {
+      clock.replayed();
+      return replay(launches.front(), *kept);
+    }
   DeviceScope restore;      // the loops below switch devices
   RelaxedCapture relaxed;  // the first call may be captured, and it allocates the connections
   bool connecting = false;

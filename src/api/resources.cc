@@ -81,15 +81,18 @@ void destroyResources(ncclComm* comm, bool abort) {
   else if (alone > 0)
     BRAID_INFO(kColl, "rank %d: call check: %llu messages in slots of their own, none rode on data", comm->rank,
                static_cast<unsigned long long>(alone));
-  if (const auto& t = comm->enqueueTimes; t.runs.load() > 0) {
-    const double calls = double(std::max<uint64_t>(1, t.calls.load())), runs = double(t.runs.load());
+  if (const auto& t = comm->enqueueTimes; t.calls.load() > 0) {
+    auto us = [](const std::atomic<uint64_t>& ns, const std::atomic<uint64_t>& n) {
+      return double(ns.load()) / 1e3 / double(std::max<uint64_t>(1, n.load()));
+    };
+    auto count = [](const std::atomic<uint64_t>& n) { return static_cast<unsigned long long>(n.load()); };
     BRAID_INFO(kColl,
-               "rank %d: host time of device calls: checks %.2f us a call (%llu calls); %llu runs (%llu replayed a kept "
-               "launch) %.2f us each, of it planning %.2f and packing plus kernel launch %.2f",
-               comm->rank, double(t.checkNs.load()) / 1e3 / calls, static_cast<unsigned long long>(t.calls.load()),
-               static_cast<unsigned long long>(t.runs.load()), static_cast<unsigned long long>(t.replays.load()),
-               double(t.runNs.load()) / 1e3 / runs,
-               double(t.planNs.load()) / 1e3 / runs, double(t.launchNs.load()) / 1e3 / runs);
+               "rank %d: host time of device calls: checks %.2f us a call (%llu calls); %llu launches replayed a kept "
+               "one, %.2f us each (the kernel launch %.2f); %llu planned, %.2f us each (planning %.2f, packing and "
+               "launch %.2f; the first ones also connect and load kernels)",
+               comm->rank, us(t.checkNs, t.calls), count(t.calls), count(t.replays), us(t.replayNs, t.replays),
+               us(t.replayLaunchNs, t.replays), count(t.runs), us(t.runNs, t.runs), us(t.planNs, t.runs),
+               us(t.launchNs, t.runs));
   }
   if (comm->served) comm->served->stop(abort);  // a leader waits for its served ranks to finish first
   if (comm->device) comm->device->close(abort);

@@ -108,7 +108,9 @@ struct ncclComm {
   // Host time of this rank's device calls (the enqueue, not the GPU's work), said at INFO COLL
   // when the communicator closes: where a small call's time goes when the host is the bound.
   struct EnqueueTimes {
-    std::atomic<uint64_t> calls{0}, checkNs{0}, runs{0}, replays{0}, runNs{0}, planNs{0}, launchNs{0};
+    std::atomic<uint64_t> calls{0}, checkNs{0};
+    std::atomic<uint64_t> runs{0}, runNs{0}, planNs{0}, launchNs{0};  // runs that planned (the first also connect)
+    std::atomic<uint64_t> replays{0}, replayNs{0}, replayLaunchNs{0};  // runs that replayed a kept launch
     using Clock = std::chrono::steady_clock;
     static void add(std::atomic<uint64_t>& to, Clock::time_point since) {
       to.fetch_add(uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - since).count()),
