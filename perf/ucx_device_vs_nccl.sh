@@ -15,7 +15,8 @@
 #               ("Duplicate GPU"); kept to show it does (rc and the error in its log)
 #   braid-2x1, nccl-2x1   2 hosts x 1 rank each
 #   braid-*-gdr   with CUDA_UCX_LIB (a CUDA-built UCX's libucp.so.0): braid's FIFO slots in
-#               device memory handed to UCX (GPUDirect; UCX_TLS=tcp,cuda_copy)
+#               device memory handed to UCX (GPUDirect, forced with BRAID_GPUDIRECT=1: without an
+#               RDMA device braid stages by default; UCX_TLS=tcp,cuda_copy)
 # NCCL_NVLS_ENABLE=0 always; nccl-tests' -D (NVLink multicast kernels) is never passed.
 # Environment: DEADLINE (seconds, default 500), ARGS (nccl-tests size flags, default
 # -b 8 -e 64M -f 2; -D refused), NT_BIN (nccl-tests binaries to reuse), BRAID_MAX_CTAS (braid's
@@ -58,7 +59,7 @@ run() {
   if [ "$left" -lt 25 ]; then echo "$label skipped (deadline)" | tee -a "$summary"; return; fi
   local envs=(-x NCCL_TESTS_DEVICE=0 -x NCCL_NVLS_ENABLE=0 -x EMULATED_RANKS_PER_HOST="$per" -x NCCL_SOCKET_IFNAME=lo)
   if [ "$who" = braid-gdr ]; then
-    envs+=(-x BRAID_UCX_LIBRARY="$CUDA_UCX_LIB" -x LD_LIBRARY_PATH="$(dirname "$CUDA_UCX_LIB")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    envs+=(-x BRAID_GPUDIRECT=1 -x BRAID_UCX_LIBRARY="$CUDA_UCX_LIB" -x LD_LIBRARY_PATH="$(dirname "$CUDA_UCX_LIB")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
            -x LD_PRELOAD="$lib" -x UCX_TLS=tcp,cuda_copy -x UCX_NET_DEVICES=lo -x NCCL_MAX_CTAS="${BRAID_MAX_CTAS:-32}")
   elif [ "$who" = braid ]; then
     # braid counts ranks per GPU per host: emulated hosts hide that 4 ranks share GPU 0, and

@@ -55,19 +55,27 @@ const HostLinkTransport& hostTransportOf(const PeerInfo& me, const PeerInfo& pee
 // GPUDirect: whether the GPU connections to other hosts keep their slots in device memory and
 // hand them to UCX as CUDA memory (UCX then moves them with its CUDA transports: a NIC's RDMA
 // straight into GPU memory where the machine has one, else its own copies), instead of
-// staging them in pinned host memory that the kernels reach over PCIe. Where the
-// communicator's UCX reports CUDA memory support (UcxNet::cudaMemory()), unless
-// BRAID_GPUDIRECT=0. `setting` is BRAID_GPUDIRECT's value (nullptr: unset).
-bool netSlotsInDeviceMemory(bool ucxCudaMemory, const char* setting);
-// The same, with the setting read from the environment.
-bool netSlotsInDeviceMemory(bool ucxCudaMemory);
+// staging them in pinned host memory that the kernels reach over PCIe.
+//   NoCudaUcx  the communicator's UCX reports no CUDA memory support (UcxNet::cudaMemory()).
+//   TurnedOff  BRAID_GPUDIRECT=0.
+//   NoRdma     by default where no RDMA device is here (/sys/class/infiniband is empty) or
+//              UCX_TLS names no RDMA transport (rc, dc, ud, ib, all): UCX would then copy each
+//              device slot through host memory itself, per fragment, on the proxy's thread --
+//              15-70x slower than braid's staging over TCP (perf/NOTES.md, session 14).
+//              BRAID_GPUDIRECT=1 hands device memory to UCX anyway.
+//   On         otherwise (BRAID_GPUDIRECT=1, or an RDMA device and a UCX that takes CUDA memory).
+enum class GpuDirect { NoCudaUcx, TurnedOff, NoRdma, On };
+// `setting`: BRAID_GPUDIRECT's value, `ucxTls`: UCX_TLS's (nullptr: unset).
+GpuDirect gpuDirectChoice(bool ucxCudaMemory, const char* setting, const char* ucxTls, bool rdmaDevice);
+// The same from the environment and /sys/class/infiniband.
+GpuDirect gpuDirectChoice(bool ucxCudaMemory);
+inline bool netSlotsInDeviceMemory(bool ucxCudaMemory) { return gpuDirectChoice(ucxCudaMemory) == GpuDirect::On; }
 
-// "rank 0 -> rank 3: other host, UCX (host memory: ...; device memory: ...)". `ucxCudaMemory`:
-// the communicator's UCX reports CUDA memory support; `gpuDirect`: netSlotsInDeviceMemory.
-std::string describeChoice(const std::vector<PeerInfo>& peers, int me, int peer, bool ucxCudaMemory = false,
-                           bool gpuDirect = false);
+// "rank 0 -> rank 3: other host, UCX (host memory: ...; device memory: ...)".
+std::string describeChoice(const std::vector<PeerInfo>& peers, int me, int peer,
+                           GpuDirect gpuDirect = GpuDirect::NoCudaUcx);
 // One INFO line per peer (NCCL_DEBUG_SUBSYS=NET,P2P), at init; and once per process, where a
 // communicator has ranks on other hosts, whether device memory goes to UCX directly, and why.
-void logChoices(const std::vector<PeerInfo>& peers, int me, bool ucxCudaMemory = false, bool gpuDirect = false);
+void logChoices(const std::vector<PeerInfo>& peers, int me, GpuDirect gpuDirect);
 
 }  // namespace braid::transport

@@ -62,7 +62,7 @@ ncclResult_t createResources(ncclComm* comm) {
   if (transport::needsNetwork(comm->peers, comm->rank)) BRAID_CHECK(connectOtherHosts(comm));
   if (!comm->servedByReal.load()) {
     const bool cuda = comm->net && comm->net->cudaMemory();
-    transport::logChoices(comm->peers, comm->rank, cuda, transport::netSlotsInDeviceMemory(cuda));
+    transport::logChoices(comm->peers, comm->rank, transport::gpuDirectChoice(cuda));
     BRAID_CHECK(planServing(comm));  // collective when a GPU has ranks of several processes
   }
   comm->host = std::make_shared<HostTransport>(comm);

@@ -23,7 +23,9 @@
 #                 transport INFO lines; NCCL_PROTO=LL and LL128 run with Simple and say so;
 #                 the tree (NCCL_ALGO). With CUDA_UCX_LIB (a CUDA-built UCX's libucp.so.0;
 #                 BUILD/ucx/libucx/lib/libucp.so.0 by default: tests/gpu/pack.sh --ucx-cuda):
-#                 GPUDirect, FIFO slots in device memory handed to UCX, the same runs.
+#                 without an RDMA device braid stages by default (checked, logged); with
+#                 BRAID_GPUDIRECT=1, GPUDirect: FIFO slots in device memory handed to UCX, the
+#                 same runs (counts 0-4097: with MPS off its large calls time-slice).
 #                 Prints what `ucx_info` shows here. SKIP where UCX is missing.
 #   faults        tests/gpu/faults_device.sh: a rank killed among device all-reduces (2, 4
 #                 processes), a rank that leaves one all-reduce early (2, 4 processes),
@@ -190,10 +192,17 @@ if [ "${1:-}" = "--part" ]; then
       # tests/gpu/pack.sh --ucx-cuda puts one beside the binaries.
       [ -z "${CUDA_UCX_LIB:-}" ] && [ -e "$build/ucx/libucx/lib/libucp.so.0" ] && CUDA_UCX_LIB=$build/ucx/libucx/lib/libucp.so.0
       if [ -n "${CUDA_UCX_LIB:-}" ]; then
-        gdr="BRAID_UCX_LIBRARY=$CUDA_UCX_LIB LD_LIBRARY_PATH=$(dirname "$CUDA_UCX_LIB")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} UCX_TLS=tcp,cuda_copy"
+        # This machine has no RDMA device: by default braid stages anyway (select.h GpuDirect::NoRdma,
+        # checked first); BRAID_GPUDIRECT=1 takes the GPUDirect path over TCP, to test it.
+        cuda_ucx="BRAID_UCX_LIBRARY=$CUDA_UCX_LIB LD_LIBRARY_PATH=$(dirname "$CUDA_UCX_LIB")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} UCX_TLS=tcp,cuda_copy"
+        gdr="$cuda_ucx BRAID_GPUDIRECT=1"
         ucxbin="$(dirname "$CUDA_UCX_LIB")/../bin/ucx_info"
         [ -x "$ucxbin" ] && { echo "--- $ucxbin -v; -d (memory domains and transports)"; env $gdr "$ucxbin" -v | head -2;
           env $gdr "$ucxbin" -d | grep -E "Transport:|Memory domain:|memory types" | sort | uniq -c | head -20; }
+        run_one "2 hosts x 2 CUDA UCX, no RDMA: staged" 40 4 "$cuda_ucx NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=NET" -- "${small[@]}"
+        if [ -d /sys/class/infiniband ] && [ -n "$(ls /sys/class/infiniband 2>/dev/null)" ]; then echo "SUMMARY GPUDirect default not checked (an RDMA device is here)"
+        elif grep -q "but no RDMA device is here" "$tmpf"; then echo "SUMMARY GPUDirect off without RDMA, logged PASS"
+        else rc_all=1; echo "SUMMARY GPUDirect off without RDMA, logged FAIL (no 'but no RDMA device is here' at INFO NET)"; fi
         run_one "2 hosts x 2 GPUDirect, NET INFO" 60 4 "$gdr NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=NET,P2P,ALLOC" -- "${small[@]}"
         grep -m3 -E "UCX [0-9]|CUDA memory support|device memory \(slots" "$tmpf"
         if grep -q "handed to UCX as CUDA memory: GPUDirect" "$tmpf"; then echo "SUMMARY GPUDirect slots in device memory PASS"

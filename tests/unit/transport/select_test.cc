@@ -37,20 +37,34 @@ TEST(Select, DescribesEachChoice) {
   EXPECT_NE(far.find("UCX for device memory (Simple FIFOs staged in pinned host memory"), std::string::npos) << far;
   EXPECT_EQ(far.find("GPUDirect"), std::string::npos) << far;
   // GPUDirect is named where it is used, and why not where UCX could but BRAID_GPUDIRECT=0 said no.
-  EXPECT_NE(transport::describeChoice(peers, 0, 3, true, true).find("in device memory handed to UCX (GPUDirect)"),
+  EXPECT_NE(transport::describeChoice(peers, 0, 3, transport::GpuDirect::On).find("in device memory handed to UCX (GPUDirect)"),
             std::string::npos);
-  EXPECT_NE(transport::describeChoice(peers, 0, 3, true, false).find("GPUDirect off: BRAID_GPUDIRECT=0"),
+  EXPECT_NE(transport::describeChoice(peers, 0, 3, transport::GpuDirect::TurnedOff).find("GPUDirect off: BRAID_GPUDIRECT=0"),
+            std::string::npos);
+  EXPECT_NE(transport::describeChoice(peers, 0, 3, transport::GpuDirect::NoRdma).find("GPUDirect off: no RDMA"),
             std::string::npos);
 }
 
-// Device slots go to UCX only where it takes CUDA memory, and BRAID_GPUDIRECT=0 keeps them staged.
-TEST(Select, GpuDirectWhereUcxTakesCudaMemory) {
-  EXPECT_FALSE(transport::netSlotsInDeviceMemory(false, nullptr));
-  EXPECT_FALSE(transport::netSlotsInDeviceMemory(false, "1"));
-  EXPECT_TRUE(transport::netSlotsInDeviceMemory(true, nullptr));
-  EXPECT_TRUE(transport::netSlotsInDeviceMemory(true, "1"));
-  EXPECT_TRUE(transport::netSlotsInDeviceMemory(true, "auto"));
-  EXPECT_FALSE(transport::netSlotsInDeviceMemory(true, "0"));
+// Device slots go to UCX only where it takes CUDA memory; by default only where an RDMA device
+// is and UCX_TLS leaves an RDMA transport (over TCP, UCX's own copies were 15-70x slower than
+// staging); BRAID_GPUDIRECT=0 keeps them staged, =1 hands them over anyway.
+TEST(Select, GpuDirectWhereUcxTakesCudaMemoryOverRdma) {
+  using transport::GpuDirect;
+  using transport::gpuDirectChoice;
+  EXPECT_EQ(gpuDirectChoice(false, nullptr, nullptr, true), GpuDirect::NoCudaUcx);
+  EXPECT_EQ(gpuDirectChoice(false, "1", nullptr, true), GpuDirect::NoCudaUcx);
+  EXPECT_EQ(gpuDirectChoice(true, nullptr, nullptr, true), GpuDirect::On);
+  EXPECT_EQ(gpuDirectChoice(true, "auto", nullptr, true), GpuDirect::On);
+  EXPECT_EQ(gpuDirectChoice(true, nullptr, nullptr, false), GpuDirect::NoRdma);
+  EXPECT_EQ(gpuDirectChoice(true, "1", nullptr, false), GpuDirect::On);
+  EXPECT_EQ(gpuDirectChoice(true, "0", nullptr, true), GpuDirect::TurnedOff);
+  EXPECT_EQ(gpuDirectChoice(true, nullptr, "tcp,cuda_copy", true), GpuDirect::NoRdma);
+  EXPECT_EQ(gpuDirectChoice(true, nullptr, "tcp", true), GpuDirect::NoRdma);
+  EXPECT_EQ(gpuDirectChoice(true, nullptr, "rc_x,cuda_copy", true), GpuDirect::On);
+  EXPECT_EQ(gpuDirectChoice(true, nullptr, "sm,dc", true), GpuDirect::On);
+  EXPECT_EQ(gpuDirectChoice(true, nullptr, "all", true), GpuDirect::On);
+  EXPECT_EQ(gpuDirectChoice(true, nullptr, "^tcp", true), GpuDirect::On);
+  EXPECT_EQ(gpuDirectChoice(true, "1", "tcp,cuda_copy", false), GpuDirect::On);
 }
 
 // The transport per peer, for both engines: P2P (pointers, IPC or staged shared memory) and
