@@ -366,6 +366,11 @@ const LaunchReplay::Entry* replayOf(CommLaunch& cl) {
 }
 
 ncclResult_t replay(CommLaunch& cl, const LaunchReplay::Entry& kept) {
+  DeviceScope scope(cl.comm->cudaDev);  // the call's completion event is made on its device
+  if (scope.error() != cudaSuccess) {
+    trackCalls(cl, false);
+    return cudaFail(*cl.tasks.front(), "cudaSetDevice", scope.error());
+  }
   RelaxedCapture relaxed;  // a large launch's work kept for a graph being captured is allocated
   cl.launch.stream = kept.settings.stream;
   cl.res->launched();  // before the kernel can start, as connectAndLaunch
