@@ -30,7 +30,9 @@ bool sendOverlapsARecv(std::span<const Task* const> tasks) {
 }  // namespace
 
 std::optional<LaunchReplay::Key> LaunchReplay::keyOf(std::span<const Task* const> tasks) {
-  if (tasks.empty() || sendOverlapsARecv(tasks)) return std::nullopt;
+  // The key's aliases and the overlap test take time quadratic in the group: a large group
+  // (an all-to-all of sends and receives) plans as before.
+  if (tasks.empty() || tasks.size() > kMaxTasks || sendOverlapsARecv(tasks)) return std::nullopt;
   Key key;
   key.stream = tasks.front()->stream;
   key.tasks.reserve(tasks.size());
@@ -51,7 +53,7 @@ std::optional<LaunchReplay::Key> LaunchReplay::keyOf(std::span<const Task* const
     if (p == nullptr) continue;
     size_t first = 0;
     while (bufferOf(tasks, first) != p) ++first;
-    key.aliases[i] = static_cast<int16_t>(first);
+    key.aliases[i] = static_cast<int32_t>(first);
   }
   return key;
 }
@@ -82,7 +84,7 @@ void LaunchReplay::keep(Key key, std::span<const Task* const> tasks, const kerne
       const void* p = nullptr;
       std::memcpy(&p, packed.kernels[k].blob.data() + offset, sizeof(p));
       for (size_t i = 0; i < key.aliases.size(); ++i)
-        if (key.aliases[i] == static_cast<int16_t>(i) && bufferOf(tasks, i) == p) {
+        if (key.aliases[i] == static_cast<int32_t>(i) && bufferOf(tasks, i) == p) {
           patches.push_back({static_cast<uint32_t>(k), offset, static_cast<uint32_t>(i)});
           break;
         }

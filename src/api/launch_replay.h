@@ -41,7 +41,7 @@ class LaunchReplay {
   struct Key {
     cudaStream_t stream = nullptr;
     std::vector<TaskKey> tasks;
-    std::vector<int16_t> aliases;
+    std::vector<int32_t> aliases;
     bool operator==(const Key&) const = default;
   };
   // A pointer of a packed kernel's buffer table that is one of the tasks' buffers.
@@ -59,10 +59,13 @@ class LaunchReplay {
     uint64_t lastUse = 0;
   };
 
+  static constexpr size_t kMaxTasks = 64;  // a larger group is never kept
+
   explicit LaunchReplay(size_t maxEntries = 64) : maxEntries_(maxEntries) {}
 
   // The key of one communicator's tasks of a group, or nothing when such a launch is never kept:
-  // a user-made op, tasks on several streams, a send whose bytes overlap a receive's, no task.
+  // a user-made op, tasks on several streams, a send whose bytes overlap a receive's, no task,
+  // more than kMaxTasks.
   static std::optional<Key> keyOf(std::span<const Task* const> tasks);
 
   // The entry kept for `key`, its buffer tables now holding `tasks`' buffers, or null. Not

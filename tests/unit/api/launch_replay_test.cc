@@ -118,6 +118,10 @@ TEST(LaunchReplay, UserOpsSeveralStreamsOverlapsAndNoTasksAreNeverKept) {
   // A send whose bytes a receive of the group overwrites reads a staged copy: never kept.
   EXPECT_FALSE(LaunchReplay::keyOf(ptrs({p2p(true, 1, a, 8), p2p(false, 1, a + 4, 8)})).has_value());
   EXPECT_TRUE(LaunchReplay::keyOf(ptrs({p2p(true, 1, a, 8), p2p(false, 1, a + 8, 8)})).has_value());
+  std::vector<Task> many(LaunchReplay::kMaxTasks + 1, allReduce(a, b, 8));
+  EXPECT_FALSE(LaunchReplay::keyOf(ptrs(many)).has_value());
+  many.pop_back();
+  EXPECT_TRUE(LaunchReplay::keyOf(ptrs(many)).has_value());
 }
 
 TEST(LaunchReplay, AReplayWritesTheCallsBuffersWhereTheFirstCallsWere) {
