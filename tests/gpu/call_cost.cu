@@ -3,12 +3,22 @@
 // run a tiny copy (cudaMemcpyAsync, a one-block kernel), timed alone and back to back.
 // It explains the 1-rank latency and CPU-per-call numbers of gpu_nccl_compare.
 //   gpu_call_cost            (exit 77 without a GPU)
+//   gpu_call_cost --procs N  N processes (forked before CUDA starts) launch 20000 empty kernels
+//                            each on GPU 0 at the same moment: host time per launch, and launches
+//                            per us until each stream drains. Under MPS every process's launches go
+//                            through one server: if the time per launch grows with N, they queue
+//                            there (the suspect for nccl-tests' 4- and 8-rank small calls taking
+//                            ~N x 2.5-3 us without graphs, session 14).
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "gpu_present.h"
@@ -72,10 +82,68 @@ double gpuUs(cudaStream_t s, int per, F&& f) {
   return v[v.size() / 2];
 }
 
+// --procs: one child's launches, after every child has started CUDA (`ready`) and the parent
+// says go (`go`).
+int launchTogether(int index, int readyFd, int goFd) {
+  const int launches = 20000;
+  if (braid::gputest::skipWithoutGpu()) return braid::gputest::kSkipExit;
+  CK(cudaSetDevice(0));
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  for (int i = 0; i < 200; ++i) emptyKernel<<<1, 32, 0, s>>>();
+  CK(cudaStreamSynchronize(s));
+  char byte = 1;
+  if (write(readyFd, &byte, 1) != 1 || read(goFd, &byte, 1) != 1) return 1;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < launches; ++i) emptyKernel<<<1, 32, 0, s>>>();
+  const auto t1 = std::chrono::steady_clock::now();
+  CK(cudaStreamSynchronize(s));
+  const auto t2 = std::chrono::steady_clock::now();
+  auto us = [&](auto a, auto b) { return std::chrono::duration<double>(b - a).count() * 1e6 / launches; };
+  std::printf("proc %d: host %.3f us a launch; %.3f us a launch until its stream drained\n", index, us(t0, t1), us(t0, t2));
+  CK(cudaGetLastError());
+  return 0;
+}
+
+int runTogether(int n) {
+  int ready[2], go[2];
+  if (pipe(ready) != 0 || pipe(go) != 0) return std::perror("pipe"), 1;
+  std::vector<pid_t> children;
+  for (int i = 0; i < n; ++i) {
+    const pid_t pid = fork();
+    if (pid < 0) return std::perror("fork"), 1;
+    if (pid == 0) {
+      close(ready[0]);
+      close(go[1]);
+      std::exit(launchTogether(i, ready[1], go[0]));
+    }
+    children.push_back(pid);
+  }
+  close(ready[1]);
+  close(go[0]);
+  int started = 0;
+  char byte = 0;
+  while (started < n && read(ready[0], &byte, 1) == 1) ++started;  // a child that failed closes its end
+  for (int i = 0; i < started; ++i)
+    if (write(go[1], &byte, 1) != 1) break;
+  close(go[1]);
+  int worst = started == n ? 0 : 1;
+  for (pid_t pid : children) {
+    int status = 0;
+    if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status)) worst = 1;
+    else if (WEXITSTATUS(status) != 0) worst = WEXITSTATUS(status);
+  }
+  if (worst == 0)  // the control daemon's name, as the kernel keeps it (15 characters)
+    std::printf("SUMMARY call-cost %d processes launched together (MPS %s)\n", n,
+                std::system("pgrep -x nvidia-cuda-mps >/dev/null 2>&1") == 0 ? "on" : "off");
+  return worst;
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
+  if (argc == 3 && std::strcmp(argv[1], "--procs") == 0) return runTogether(std::atoi(argv[2]));  // before CUDA starts
   if (braid::gputest::skipWithoutGpu()) return braid::gputest::kSkipExit;
   CK(cudaSetDevice(0));
   cudaStream_t s;
