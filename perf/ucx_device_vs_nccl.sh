@@ -17,9 +17,11 @@
 #   braid-*-gdr   with CUDA_UCX_LIB (a CUDA-built UCX's libucp.so.0): braid's FIFO slots in
 #               device memory handed to UCX (GPUDirect, forced with BRAID_GPUDIRECT=1: without an
 #               RDMA device braid stages by default; UCX_TLS=tcp,cuda_copy)
+#   braid-2x1-ctasN   with CTAS_SWEEP="2 4 8 ...": braid 2 x 1 with NCCL_MAX_CTAS=N each, 4 MB-64 MB
+#               (how many channels the network path wants: the tuner gives it up to the cap)
 # NCCL_NVLS_ENABLE=0 always; nccl-tests' -D (NVLink multicast kernels) is never passed.
 # Environment: DEADLINE (seconds, default 500), ARGS (nccl-tests size flags, default
-# -b 8 -e 64M -f 2; -D refused), NT_BIN (nccl-tests binaries to reuse), BRAID_MAX_CTAS (braid's
+# -b 8 -e 64M -f 2; -D refused), NT_BIN (nccl-tests binaries to reuse), CTAS_SWEEP (above), BRAID_MAX_CTAS (braid's
 # blocks per rank, default 32: see run()), REAL_NCCL (the real
 # libnccl.so.2's folder, put first on LD_LIBRARY_PATH for the nccl runs; default: whatever
 # nccl-tests was linked against).
@@ -78,6 +80,7 @@ run() {
     tr -s ' ' | head -3 | paste -sd ';' -)" | tee -a "$summary"
 }
 
+for c in ${CTAS_SWEEP:-}; do BRAID_MAX_CTAS=$c ARGS="-b 4M -e 64M -f 4 -n 10 -w 3" run "braid-2x1-ctas$c" 2 1 braid; done
 # Each shape: braid staged, braid GPUDirect (with CUDA_UCX_LIB), NCCL; cheapest shape first.
 gdr() { [ -n "${CUDA_UCX_LIB:-}" ] && run "$1" "$2" "$3" braid-gdr; }
 run braid-2x1 2 1 braid; gdr braid-2x1-gdr 2 1; run nccl-2x1 2 1 nccl
