@@ -1,7 +1,8 @@
-// The UCX transport (ucx_net.h): its worker, endpoints and proxy thread. Kept as one file (over
+// The UCX transport (ucx_net.h): its worker, endpoints and proxy thread. Kept as one file (near
 // 800 lines) because start, the proxy's loop, the engine's progress() and shutdown are one
 // class's members working on one worker's state under one lock; what a connection is and what
-// its messages carry (tags, byte counts, memory types, credits) is already apart, in ucx_conn.h.
+// its messages carry (tags, byte counts, memory types, credits) is apart, in ucx_conn.h, and
+// what braid sets in UCX's configuration in ucx_settings.h.
 #include "transport/ucx_net.h"
 
 #include <cuda_runtime_api.h>
@@ -17,7 +18,6 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <list>
@@ -37,6 +37,7 @@
 #include "transport/ucx_api.h"
 #if BRAID_HAVE_UCX
 #include "transport/ucx_conn.h"
+#include "transport/ucx_settings.h"
 #endif
 
 namespace braid::transport {
@@ -173,48 +174,15 @@ void UcxNetImpl::failConn(int peer, const char* what, ucs_status_t status) {
   BRAID_WARN("%s", text);
 }
 
-// UCX's TCP transport cuts every message into segments of UCX_TCP_TX_SEG_SIZE (8 KiB by
-// default), one send call each: a GPU FIFO slot of 256 KiB went as 32. With segments of a slot,
-// the proxy carried whole 256 KiB slots at 2.1-2.5 GB/s each way instead of 0.7-1.4 (2-core VM,
-// tests/net/net_fifo_rank --bench, 3 rounds each); the CPU engine's all-reduce, whose reductions
-// bound it there, measured the same within noise. The environment is the one way every UCX
-// version reads transport settings before its context exists (ucp_config_modify names only UCP's
-// in UCX 1.13: "invalid configurations"); a value the user set stays, and it is set once, before
-// this process's first UCX context.
-void defaultUcxTcpSegments() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    (void)setenv("UCX_TCP_TX_SEG_SIZE", "256k", /*overwrite=*/0);
-    (void)setenv("UCX_TCP_RX_SEG_SIZE", "256k", /*overwrite=*/0);
-  });
-}
-
 ncclResult_t UcxNetImpl::start() {
   const int n = comm_->nRanks, me = comm_->rank;
-  defaultUcxTcpSegments();
   std::string failure;  // why this rank cannot use UCX: sent instead of an address
   ucp_address_t* address = nullptr;
   size_t addressBytes = 0;
   {
     ucp_config_t* config = nullptr;
-    ucs_status_t s = api_->configRead(nullptr, nullptr, &config);
     std::string ifName;
-    SocketAddress unused{};
-    // The bootstrap's interface (NCCL_SOCKET_IFNAME's rules) is UCX's too, unless the user chose.
-    if (s == UCS_OK && env::get("UCX_NET_DEVICES") == nullptr && findBootstrapAddress(&unused, &ifName) == ncclSuccess &&
-        ifName != "lo")
-      s = api_->configModify(config, "NET_DEVICES", ifName.c_str());
-    // Every message is one slot (at most kFifoSlotBytes and its header) sent only once the
-    // receiver has posted its receive (credits), so eager is always expected: UCX's rendezvous
-    // (from ~32 KB over TCP) only added handshakes: 2 nodes x 1 rank, all-reduce of 64 KB
-    // 234 -> 69 us, 256 KB 981 -> 244 us (medians of 3). Unless the user chose.
-    if (s == UCS_OK && env::get("UCX_RNDV_THRESH") == nullptr) s = api_->configModify(config, "RNDV_THRESH", "inf");
-    // Every transfer names its memory type (describeMemory), so UCX's memtype cache only costs: it
-    // took the GPUDirect slots (cudaMalloc'd through braid's static CUDA runtime, which UCX's
-    // hooks did not see) for host memory, and the proxy then crashed or hung in UCX's host copies
-    // of them (libucx-cu13 1.22, H100: cache on, SIGSEGV or a hang; off, 96 runs 0 wrong).
-    // Unless the user chose.
-    if (s == UCS_OK && env::get("UCX_MEMTYPE_CACHE") == nullptr) s = api_->configModify(config, "MEMTYPE_CACHE", "n");
+    ucs_status_t s = ucx::readConfig(*api_, &config, &ifName);  // braid's settings: ucx_settings.h
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
     params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
