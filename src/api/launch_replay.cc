@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/numeric.h"
+#include "api/plan.h"
 
 namespace braid::api {
 namespace {
@@ -14,16 +14,14 @@ const void* bufferOf(std::span<const Task* const> tasks, size_t i) {
   return i % 2 == 0 ? t.sendbuff : t.recvbuff;
 }
 
-bool sendOverlapsARecv(std::span<const Task* const> tasks) {
-  for (const Task* s : tasks) {
-    if (s->coll != algo::Coll::SendRecv || !s->isSend || s->count == 0) continue;
-    auto begin = static_cast<const char*>(s->sendbuff), end = begin + s->count * sizeOfType(s->type);
-    for (const Task* r : tasks) {
-      if (r->coll != algo::Coll::SendRecv || r->isSend || r->count == 0) continue;
-      auto rb = static_cast<const char*>(r->recvbuff);
-      if (rb < end && begin < rb + r->count * sizeOfType(r->type)) return true;
-    }
-  }
+// Whether a send of the group reads bytes that a receive of it writes (the launch then sends a
+// staged copy: device_tasks.cc planP2p).
+bool someSendOverlapsARecv(std::span<const Task* const> tasks) {
+  std::vector<const Task*> p2p;
+  for (const Task* t : tasks)
+    if (t->coll == algo::Coll::SendRecv) p2p.push_back(t);
+  for (const Task* s : p2p)
+    if (s->isSend && s->count > 0 && sendOverlapsARecv(*s, p2p)) return true;
   return false;
 }
 
@@ -32,7 +30,7 @@ bool sendOverlapsARecv(std::span<const Task* const> tasks) {
 std::optional<LaunchReplay::Key> LaunchReplay::keyOf(std::span<const Task* const> tasks) {
   // The key's aliases and the overlap test take time quadratic in the group: a large group
   // (an all-to-all of sends and receives) plans as before.
-  if (tasks.empty() || tasks.size() > kMaxTasks || sendOverlapsARecv(tasks)) return std::nullopt;
+  if (tasks.empty() || tasks.size() > kMaxTasks || someSendOverlapsARecv(tasks)) return std::nullopt;
   Key key;
   key.stream = tasks.front()->stream;
   key.tasks.reserve(tasks.size());

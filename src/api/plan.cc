@@ -30,7 +30,7 @@ algo::CollArgs collArgsFor(const Task& t, int nChannels, size_t alignBytes, size
   return args;
 }
 
-bool sendOverlapsARecv(const Task& send, const std::vector<const Task*>& p2p) {
+bool sendOverlapsARecv(const Task& send, std::span<const Task* const> p2p) {
   auto begin = static_cast<const char*>(send.sendbuff);
   auto end = begin + send.count * sizeOfType(send.type);
   for (const Task* r : p2p) {

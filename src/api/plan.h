@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <map>
+#include <span>
 #include <tuple>
 
 #include "algo/algorithm.h"
@@ -25,7 +26,7 @@ algo::CollArgs collArgsFor(const Task& t, int nChannels, size_t alignBytes, size
 // Whether a send's buffer overlaps a recv buffer of the same group (nccl-tests' in-place
 // sendrecv uses one buffer for both). Sends and recvs run in separate lanes, so a recv could
 // overwrite data before its send has read it: both engines send a copy then.
-bool sendOverlapsARecv(const Task& send, const std::vector<const Task*>& p2p);
+bool sendOverlapsARecv(const Task& send, std::span<const Task* const> p2p);
 
 // A communicator's recent plans: the same call again reuses its schedule instead of building
 // it (a host-memory call's cost is mostly allocation otherwise). References stay valid until
