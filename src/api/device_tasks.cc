@@ -156,43 +156,55 @@ ncclResult_t planCollective(CommLaunch& cl, const Task& t) {
   return ncclSuccess;
 }
 
+// A group's sends to oneself and receives from oneself that carry bytes, the k-th send with the
+// k-th receive (as buildP2p pairs them): {send, recv} indices into `p2p`. Each pair is a copy by
+// the copy kernel (kernels::copyAsync, at copy speed) instead of a lane of the executor. None
+// when they do not pair (another number of each, or other sizes): buildP2p and the launch then
+// report the mismatch.
+std::vector<std::pair<size_t, size_t>> selfPairs(const std::vector<const Task*>& p2p, int rank) {
+  std::vector<size_t> sends, recvs;
+  for (size_t i = 0; i < p2p.size(); ++i)
+    if (p2p[i]->root == rank && p2p[i]->count > 0) (p2p[i]->isSend ? sends : recvs).push_back(i);
+  std::vector<std::pair<size_t, size_t>> pairs;
+  if (sends.size() != recvs.size()) return pairs;
+  for (size_t k = 0; k < sends.size(); ++k) {
+    const Task &s = *p2p[sends[k]], &r = *p2p[recvs[k]];
+    if (s.count * sizeOfType(s.type) != r.count * sizeOfType(r.type)) return {};
+    pairs.push_back({sends[k], recvs[k]});
+  }
+  return pairs;
+}
+
+// A copy onto itself is nothing to do (nccl-tests' in-place sendrecv at 1 rank: braid copied
+// 64 MB twice, 71 us, where NCCL takes 1.7).
+cudaError_t enqueueCopy(const CommLaunch::Copy& c, cudaStream_t stream) {
+  return c.dst == c.src ? cudaSuccess : kernels::copyAsync(c.dst, c.src, c.bytes, stream);
+}
+
 ncclResult_t planP2p(CommLaunch& cl, const std::vector<const Task*>& p2p) {
   ncclComm* comm = cl.comm;
   std::vector<algo::P2pOp> ops;
   std::vector<void*> bufs(2 * p2p.size(), nullptr);
-  std::vector<size_t> selfSends, selfRecvs;
   for (size_t i = 0; i < p2p.size(); ++i) {
     const Task& t = *p2p[i];
-    size_t bytes = t.count * sizeOfType(t.type);
     // The same parts on both ends; chosen for the launch's protocol (a collective's, when grouped with one).
     const algo::TunerChoice choice = comm->tuning->choose(t, cl.protocol).best;
     ops.push_back({t.isSend, t.root, t.count, static_cast<uint32_t>(choice.channels)});
     bufs[2 * i] = const_cast<void*>(t.sendbuff);
     bufs[2 * i + 1] = t.recvbuff;
-    if (t.root == comm->rank && bytes > 0) (t.isSend ? selfSends : selfRecvs).push_back(i);
   }
-  // Sends to oneself pair up with recvs from oneself, the k-th with the k-th (as buildP2p
-  // pairs them). Then each pair is a copy by the copy kernel (kernels::copyAsync, at copy
-  // speed) instead of one lane of the executor, and buildP2p sees it as empty. Pairs that do
-  // not match stay, so that buildP2p and the launch report the mismatch.
-  bool paired = selfSends.size() == selfRecvs.size();
-  for (size_t k = 0; paired && k < selfSends.size(); ++k)
-    paired = p2p[selfSends[k]]->count * sizeOfType(p2p[selfSends[k]]->type) ==
-             p2p[selfRecvs[k]]->count * sizeOfType(p2p[selfRecvs[k]]->type);
+  const std::vector<std::pair<size_t, size_t>> pairs = selfPairs(p2p, comm->rank);
   // A send that a recv of the group may overwrite first reads a copy; not a send to oneself
-  // into the very same bytes, which is nothing to do (nccl-tests' in-place sendrecv at 1 rank:
-  // braid copied 64 MB twice, 71 us, where NCCL takes 1.7).
+  // into the very same bytes (enqueueCopy).
   std::vector<bool> inPlaceSelf(p2p.size(), false);
-  for (size_t k = 0; paired && k < selfSends.size(); ++k)
-    inPlaceSelf[selfSends[k]] = p2p[selfSends[k]]->sendbuff == p2p[selfRecvs[k]]->recvbuff;
+  for (auto [s, r] : pairs) inPlaceSelf[s] = p2p[s]->sendbuff == p2p[r]->recvbuff;
   for (size_t i = 0; i < p2p.size(); ++i) {
     const Task& t = *p2p[i];
     const size_t bytes = t.count * sizeOfType(t.type);
     if (t.isSend && bytes > 0 && !inPlaceSelf[i] && sendOverlapsARecv(t, p2p))
       BRAID_CHECK(stagedCopy(cl, t, t.sendbuff, bytes, &bufs[2 * i]));
   }
-  for (size_t k = 0; paired && k < selfSends.size(); ++k) {
-    const size_t s = selfSends[k], r = selfRecvs[k];
+  for (auto [s, r] : pairs) {  // copies: buildP2p sees them as empty
     cl.selfCopies.push_back({bufs[2 * r + 1], bufs[2 * s], ops[s].count * sizeOfType(p2p[s]->type)});
     ops[s].count = ops[r].count = 0;
   }
@@ -316,10 +328,11 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
     if (cudaError_t e = joinStreams(s, L.stream); e != cudaSuccess) return cudaFail(first, "joining streams", e);
   ServedMember* served = cl.res->served();
   for (const CommLaunch::Copy& c : cl.selfCopies) {
-    if (c.dst == c.src) continue;
-    if (served) cl.servedCopies.push_back({c.dst, c.src, c.bytes});
-    else if (cudaError_t e = kernels::copyAsync(c.dst, c.src, c.bytes, L.stream); e != cudaSuccess)
+    if (served) {
+      if (c.dst != c.src) cl.servedCopies.push_back({c.dst, c.src, c.bytes});
+    } else if (cudaError_t e = enqueueCopy(c, L.stream); e != cudaSuccess) {
       return cudaFail(first, "the copy kernel's launch (a send/recv to oneself)", e);
+    }
   }
   unsigned widest = 0;
   cl.res->launched();  // before the kernel can start: the proxy is awake when its first slot is
@@ -404,61 +417,50 @@ class RunClock {
  public:
   explicit RunClock(std::span<const Task* const> tasks) : tasks_(tasks) {}
   ~RunClock() {
-    for (size_t i = 0; i < tasks_.size(); ++i)
-      if (firstOfItsComm(i)) {
-        ncclComm::EnqueueTimes& t = tasks_[i]->comm->enqueueTimes;
-        (replayed_ ? t.replays : t.runs).fetch_add(1, std::memory_order_relaxed);
-        ncclComm::EnqueueTimes::add(replayed_ ? t.replayNs : t.runNs, start_);
-      }
+    std::vector<ncclComm*> counted;  // the run's communicators, each once
+    for (const Task* task : tasks_) {
+      if (std::find(counted.begin(), counted.end(), task->comm) != counted.end()) continue;
+      counted.push_back(task->comm);
+      ncclComm::EnqueueTimes& t = task->comm->enqueueTimes;
+      (replayed_ ? t.replays : t.runs).fetch_add(1, std::memory_order_relaxed);
+      ncclComm::EnqueueTimes::add(replayed_ ? t.replayNs : t.runNs, start_);
+    }
   }
   ncclComm::EnqueueTimes::Clock::time_point start() const { return start_; }
   void replayed() { replayed_ = true; }
 
  private:
-  bool firstOfItsComm(size_t i) const {
-    for (size_t j = 0; j < i; ++j)
-      if (tasks_[j]->comm == tasks_[i]->comm) return false;
-    return true;
-  }
   std::span<const Task* const> tasks_;
   ncclComm::EnqueueTimes::Clock::time_point start_ = ncclComm::EnqueueTimes::Clock::now();
   bool replayed_ = false;
 };
 
-// A 1-rank communicator's group of sends and receives to itself, on one stream, the k-th send
-// pairing with the k-th receive (as planP2p pairs them) and no send reading bytes that another
-// pair's receive writes: each pair is a copy, and nothing needs planning (nccl-tests' 1-rank
-// sendrecv paid ~2.7 us of host time for it, above NCCL's whole call).
-bool selfPairsOnOneRank(std::span<const Task* const> tasks) {
-  std::vector<const Task*> sends, recvs;
-  for (const Task* t : tasks) {
-    if (t->comm != tasks.front()->comm || t->comm->nRanks != 1 || t->coll != algo::Coll::SendRecv ||
-        t->stream != tasks.front()->stream)
-      return false;
-    (t->isSend ? sends : recvs).push_back(t);
-  }
-  if (sends.size() != recvs.size()) return false;
-  for (size_t k = 0; k < sends.size(); ++k) {
-    const size_t bytes = sends[k]->count * sizeOfType(sends[k]->type);
-    if (bytes != recvs[k]->count * sizeOfType(recvs[k]->type)) return false;
-    if (bytes > 0 && sends[k]->sendbuff != recvs[k]->recvbuff && sendOverlapsARecv(*sends[k], recvs)) return false;
-  }
+// A 1-rank communicator's group of sends and receives to itself, on one stream, that pair up
+// (selfPairs) with no send reading bytes that another pair's receive writes: `copies` gets the
+// pairs' copies, and nothing needs planning (nccl-tests' 1-rank sendrecv paid ~2.7 us of host
+// time for it, above NCCL's whole call). False, and `copies` untouched, otherwise.
+bool selfCopiesOnOneRank(std::span<const Task* const> tasks, std::vector<CommLaunch::Copy>* copies) {
+  const Task& first = *tasks.front();
+  if (first.comm->nRanks != 1) return false;
+  for (const Task* t : tasks)
+    if (t->comm != first.comm || t->coll != algo::Coll::SendRecv || t->stream != first.stream) return false;
+  const std::vector<const Task*> p2p(tasks.begin(), tasks.end());
+  const std::vector<std::pair<size_t, size_t>> pairs = selfPairs(p2p, 0);
+  if (2 * pairs.size() != p2p.size()) return false;
+  for (auto [s, r] : pairs)
+    if (p2p[s]->sendbuff != p2p[r]->recvbuff && sendOverlapsARecv(*p2p[s], p2p)) return false;
+  for (auto [s, r] : pairs)
+    copies->push_back({p2p[r]->recvbuff, p2p[s]->sendbuff, p2p[s]->count * sizeOfType(p2p[s]->type)});
   return true;
 }
 
-ncclResult_t copySelfPairs(std::span<const Task* const> tasks) {
-  const Task& first = *tasks.front();
+ncclResult_t enqueueCopies(const Task& first, const std::vector<CommLaunch::Copy>& copies) {
   DeviceScope scope(first.comm->cudaDev);
   if (scope.error() != cudaSuccess) return cudaFail(first, "cudaSetDevice", scope.error());
   BRAID_CHECK(kernels::preloadKernels(first.comm->cudaDev));
-  std::vector<const Task*> sends, recvs;
-  for (const Task* t : tasks) (t->isSend ? sends : recvs).push_back(t);
-  for (size_t k = 0; k < sends.size(); ++k) {
-    const size_t bytes = sends[k]->count * sizeOfType(sends[k]->type);
-    if (bytes == 0 || sends[k]->sendbuff == recvs[k]->recvbuff) continue;
-    if (cudaError_t e = kernels::copyAsync(recvs[k]->recvbuff, sends[k]->sendbuff, bytes, first.stream); e != cudaSuccess)
-      return cudaFail(*sends[k], "the copy kernel's launch (a send/recv to oneself)", e);
-  }
+  for (const CommLaunch::Copy& c : copies)
+    if (cudaError_t e = enqueueCopy(c, first.stream); e != cudaSuccess)
+      return cudaFail(first, "the copy kernel's launch (a send/recv to oneself)", e);
   return ncclSuccess;
 }
 
@@ -466,7 +468,8 @@ ncclResult_t copySelfPairs(std::span<const Task* const> tasks) {
 
 ncclResult_t runDeviceTasks(std::span<const Task* const> tasks) {
   RunClock clock(tasks);
-  if (!tasks.empty() && selfPairsOnOneRank(tasks)) return copySelfPairs(tasks);
+  if (std::vector<CommLaunch::Copy> copies; !tasks.empty() && selfCopiesOnOneRank(tasks, &copies))
+    return enqueueCopies(*tasks.front(), copies);
   size_t kernelTasks = 0;
   for (const Task* t : tasks) {
     if (copiesOnOneRank(*t)) BRAID_CHECK(copyOnOneRank(*t));
