@@ -35,6 +35,7 @@
 #include "transport/select.h"
 #include "transport/ucx_address.h"
 #include "transport/ucx_api.h"
+#include "transport/ucx_proxies.h"
 #if BRAID_HAVE_UCX
 #include "transport/ucx_conn.h"
 #include "transport/ucx_settings.h"
@@ -778,17 +779,25 @@ ncclResult_t UcxNet::create(ncclComm* comm, std::shared_ptr<UcxNet>* out) {
   if (comm->nRanks > kMaxRanks)
     return fail(ncclInvalidUsage, "rank %d: UCX connections carry at most %d ranks; this communicator has %d", comm->rank,
                 kMaxRanks, comm->nRanks);
+  int count = 1;
+  BRAID_CHECK(agreeNetProxies(comm, api == nullptr ? 1 : wantedNetProxies(comm), &count));
   if (api == nullptr) {  // still joins the exchange, which fails on every rank, naming this one
     AddressExchange ex;
     return exchangeAddresses(comm, why, nullptr, 0, &ex);
   }
-  auto net = std::make_shared<UcxNetImpl>(comm, api);
-  ncclResult_t rc = net->start();
-  if (rc != ncclSuccess) {
-    net->close(true);
-    return rc;
+  std::vector<std::shared_ptr<UcxNet>> proxies;
+  for (int k = 0; k < count; ++k) {
+    auto net = std::make_shared<UcxNetImpl>(comm, api);
+    ncclResult_t rc = net->start();
+    proxies.push_back(net);
+    if (rc != ncclSuccess) {
+      for (auto& p : proxies) p->close(true);
+      return rc;
+    }
   }
-  *out = net;
+  BRAID_INFO(kNet | kInit, "rank %d: %d UCX prox%s (a worker and a thread each; GPU connections on channel c use proxy "
+             "c %% %d; BRAID_NET_PROXIES)", comm->rank, count, count == 1 ? "y" : "ies", count);
+  *out = netOverProxies(std::move(proxies));
   return ncclSuccess;
 }
 
