@@ -8,6 +8,7 @@
 #include <string>
 #include <thread>
 
+#include "api/served.h"
 #include "core/cuda_scope.h"
 #include "core/env.h"
 #include "core/log.h"
@@ -31,10 +32,15 @@ void warnIfTimeSliced(const ncclComm& comm, const std::vector<bool>& sameGpu) {
   static std::atomic<bool> said{false};
   if (other < 0 || !logEnabled(LogLevel::Warn, kInit) || said.exchange(true)) return;
   if (comm.served && (comm.served->plan.served(comm.rank) || comm.served->plan.leads(comm.rank))) return;  // served.h
+  if (comm.cudaDev >= 0 && mpsEnabled(comm.cudaDev)) {  // the processes' kernels run together: nothing to warn of
+    BRAID_INFO(kInit, "rank %d shares GPU %s with rank %d of another process; MPS is on, so their kernels run together",
+               comm.rank, me.busId, other);
+    return;
+  }
   logMessage(LogLevel::Warn, kInit,
              "rank %d shares GPU %s with rank %d of another process, and each process runs its own GPU work "
-             "(BRAID_SERVED=0, or MPS is on, or the communicator spans hosts, or some rank stages FIFOs in host "
-             "memory: NCCL_P2P_DISABLE=1, GPUs without peer access). Unless MPS runs, the GPU takes the "
+             "(BRAID_SERVED=0, or the communicator spans hosts, or some rank stages FIFOs in host memory: "
+             "NCCL_P2P_DISABLE=1, GPUs without peer access), while MPS is off: the GPU takes the "
              "processes' kernels in turns (time slices of milliseconds), so device-memory collectives take milliseconds "
              "each. Fix: start MPS (nvidia-cuda-mps-control -d), leave BRAID_SERVED unset, or make these ranks threads "
              "of one process.",

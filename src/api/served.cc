@@ -18,8 +18,6 @@
 #include "transport/p2p.h"
 
 namespace braid::api {
-namespace {
-using namespace served_wire;
 
 bool mpsEnabled(int cudaDev) {
   int on = 0;
@@ -29,6 +27,9 @@ bool mpsEnabled(int cudaDev) {
   }
   return on != 0;
 }
+
+namespace {
+using namespace served_wire;
 
 // BRAID_SERVED: auto (default; off under MPS), 0 (never), 1 (also under MPS).
 int servedSetting() {

@@ -88,6 +88,10 @@ class Served {
   void release();
 };
 
+// Whether MPS runs for this GPU, as this process sees it (cudaDevAttrMpsEnabled; false when
+// the query fails).
+bool mpsEnabled(int cudaDev);
+
 // At init, after the ring: collective (an allGather) when some GPU has ranks of several
 // processes; sets comm->served and starts this rank's server when it leads. Logs the choice.
 ncclResult_t planServing(ncclComm* comm);

@@ -3,8 +3,10 @@
 // run a tiny copy (cudaMemcpyAsync, a one-block kernel), timed alone and back to back.
 // It explains the 1-rank latency and CPU-per-call numbers of gpu_nccl_compare.
 //   gpu_call_cost            (exit 77 without a GPU)
-//   gpu_call_cost --procs N  N processes (forked before CUDA starts) launch 20000 empty kernels
-//                            each on GPU 0 at the same moment: host time per launch, and launches
+//   gpu_call_cost --procs N [--big-params]
+//                            N processes (forked before CUDA starts) launch 20000 empty kernels
+//                            (or kernels with 4000 B of parameters, as braid's) each on GPU 0 at
+//                            the same moment: host time per launch, and launches
 //                            per us until each stream drains. Under MPS every process's launches go
 //                            through one server: if the time per launch grows with N, they queue
 //                            there (the suspect for nccl-tests' 4- and 8-rank small calls taking
@@ -84,18 +86,23 @@ double gpuUs(cudaStream_t s, int per, F&& f) {
 
 // --procs: one child's launches, after every child has started CUDA (`ready`) and the parent
 // says go (`go`).
-int launchTogether(int index, int readyFd, int goFd) {
+int launchTogether(int index, int readyFd, int goFd, bool bigParams) {
   const int launches = 20000;
   if (braid::gputest::skipWithoutGpu()) return braid::gputest::kSkipExit;
   CK(cudaSetDevice(0));
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  for (int i = 0; i < 200; ++i) emptyKernel<<<1, 32, 0, s>>>();
+  Params<4000> p4k{};
+  auto launch = [&] {
+    if (bigParams) paramsKernel<4000><<<1, 32, 0, s>>>(p4k);
+    else emptyKernel<<<1, 32, 0, s>>>();
+  };
+  for (int i = 0; i < 200; ++i) launch();
   CK(cudaStreamSynchronize(s));
   char byte = 1;
   if (write(readyFd, &byte, 1) != 1 || read(goFd, &byte, 1) != 1) return 1;
   const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < launches; ++i) emptyKernel<<<1, 32, 0, s>>>();
+  for (int i = 0; i < launches; ++i) launch();
   const auto t1 = std::chrono::steady_clock::now();
   CK(cudaStreamSynchronize(s));
   const auto t2 = std::chrono::steady_clock::now();
@@ -105,7 +112,7 @@ int launchTogether(int index, int readyFd, int goFd) {
   return 0;
 }
 
-int runTogether(int n) {
+int runTogether(int n, bool bigParams) {
   int ready[2], go[2];
   if (pipe(ready) != 0 || pipe(go) != 0) return std::perror("pipe"), 1;
   std::vector<pid_t> children;
@@ -115,7 +122,7 @@ int runTogether(int n) {
     if (pid == 0) {
       close(ready[0]);
       close(go[1]);
-      std::exit(launchTogether(i, ready[1], go[0]));
+      std::exit(launchTogether(i, ready[1], go[0], bigParams));
     }
     children.push_back(pid);
   }
@@ -134,7 +141,8 @@ int runTogether(int n) {
     else if (WEXITSTATUS(status) != 0) worst = WEXITSTATUS(status);
   }
   if (worst == 0)  // the control daemon's name, as the kernel keeps it (15 characters)
-    std::printf("SUMMARY call-cost %d processes launched together (MPS %s)\n", n,
+    std::printf("SUMMARY call-cost %d processes launched together, %s (MPS %s)\n", n,
+                bigParams ? "4000 B of parameters" : "empty kernels",
                 std::system("pgrep -x nvidia-cuda-mps >/dev/null 2>&1") == 0 ? "on" : "off");
   return worst;
 }
@@ -143,7 +151,8 @@ int runTogether(int n) {
 
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
-  if (argc == 3 && std::strcmp(argv[1], "--procs") == 0) return runTogether(std::atoi(argv[2]));  // before CUDA starts
+  if (argc >= 3 && std::strcmp(argv[1], "--procs") == 0)  // before CUDA starts
+    return runTogether(std::atoi(argv[2]), argc == 4 && std::strcmp(argv[3], "--big-params") == 0);
   if (braid::gputest::skipWithoutGpu()) return braid::gputest::kSkipExit;
   CK(cudaSetDevice(0));
   cudaStream_t s;
