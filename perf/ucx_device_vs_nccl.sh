@@ -73,7 +73,10 @@ run() {
   fi
   local t0=$SECONDS rc
   # shellcheck disable=SC2086  # ARGS is a list of flags
-  timeout $((left < 150 ? left : 150)) mpirun --oversubscribe -np "$np" "${envs[@]}" "$hostwrap" "$nt/all_reduce_perf" \
+  # --bind-to none: with 2 ranks Open MPI binds each to one core, where braid's UCX proxies
+  # (transport/ucx_proxies.h) and NCCL's socket threads would share it (session 15: braid 1.5x
+  # NCCL's time bound, 0.5-0.6x unbound; NCCL itself 29 ms bound, 24 ms unbound at 64 MB).
+  timeout $((left < 150 ? left : 150)) mpirun --oversubscribe --bind-to none -np "$np" "${envs[@]}" "$hostwrap" "$nt/all_reduce_perf" \
     -g 1 ${ARGS:--b 8 -e 64M -f 2} > "$out/all_reduce-np$np-$label.log" 2>&1
   rc=$?
   echo "$label rc=$rc $((SECONDS - t0))s $(grep -E 'Out of bounds values|Avg bus bandwidth|Duplicate GPU' "$out/all_reduce-np$np-$label.log" |

@@ -85,12 +85,20 @@ if [ "${1:-}" = "--part" ]; then
   rc_all=0; tmpf="$(mktemp)"
   wrap=()  # put before the rank program (mp-net-device: the emulated host)
   trap 'rm -f "$tmpf"' EXIT
+  # A check of the last run's log: PASS when PATTERN (grep -E) is in it, FAIL otherwise, and
+  # "not checked" when that run was cut for time (run_one emptied the log and failed already).
+  logged() {  # NAME PATTERN [WHAT TO SAY ON FAILURE]
+    if [ ! -s "$tmpf" ]; then echo "SUMMARY $1 not checked (its run did not run)"
+    elif grep -qE "$2" "$tmpf"; then echo "SUMMARY $1 PASS"
+    else rc_all=1; echo "SUMMARY $1 FAIL${3:+ ($3)}"; fi
+  }
   # One run: LABEL LIMIT NP ENV -- mp_rank arguments. NP=1 with --threads N runs N ranks as
   # threads of one process (on one GPU, processes are time-sliced; threads run together).
   run_one() {
     local label="$1" t="$2" np="$3" envs="$4"; shift 5
     [ "$(left)" -lt "$t" ] && t=$(left)
-    if [ "$t" -lt 10 ]; then echo "SUMMARY $label not run (no time left)"; rc_all=1; return; fi
+    # A run that is cut leaves "$tmpf" empty: the checks that grep it after say "not checked".
+    if [ "$t" -lt 10 ]; then echo "SUMMARY $label not run (no time left)"; rc_all=1; : > "$tmpf"; return; fi
     local t0=$SECONDS rc runs st
     echo "--- $label: ${envs:+$envs }mp_rank $* (limit ${t}s)"
     env $envs "$launch" -np "$np" -t "$t" -- "${wrap[@]}" "$rankprog" "$@" >"$tmpf" 2>&1
@@ -169,8 +177,7 @@ if [ "${1:-}" = "--part" ]; then
         echo "SUMMARY SKIP (no UCX: $(grep -m1 -oE '(UCX is not installed|built without UCX)[^.(]*' "$tmpf"))"; exit 77
       fi
       grep -m2 -E "transport: rank 0 -> rank [23]|CUDA memory support|pinned host memory for" "$tmpf"
-      if grep -qF "rank 0 -> rank 2: other host: UCX" "$tmpf"; then echo "SUMMARY per-peer transport logged PASS"
-      else rc_all=1; echo "SUMMARY per-peer transport logged FAIL (no 'rank 0 -> rank 2: other host: UCX' at INFO NET,P2P)"; fi
+      logged "per-peer transport logged" "rank 0 -> rank 2: other host: UCX" "no 'rank 0 -> rank 2: other host: UCX' at INFO NET,P2P"
       grep -m1 -oE "UCX (here has no CUDA memory support|reports CUDA memory support)" "$tmpf" | sed 's/^/SUMMARY /'
       # The matrix, staged or (GPUDirect) not: 2 x 2 with every count, 2 x 1, and the double binary
       # tree across the two hosts (all-reduce and broadcast; the rest as tuned).
@@ -178,17 +185,14 @@ if [ "${1:-}" = "--part" ]; then
         run_one "2 hosts x 2$1" 200 4 "$2" -- collectives 0,1,7,4097 all ${3:-} --memory device
         run_one "2 hosts x 1$1" 60 2 "$2 EMULATED_RANKS_PER_HOST=1" -- collectives 0,1,7,4097 all --memory device
         run_one "2 hosts x 2 tree$1" 60 4 "$2 NCCL_ALGO=allreduce:tree;broadcast:tree NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING" -- collectives 0,1,7,4097 all --memory device
-        if grep -qiE "AllReduce.*tree|tree.*AllReduce" "$tmpf"; then echo "SUMMARY tree chosen (TUNING)$1 PASS"
-        else rc_all=1; echo "SUMMARY tree chosen$1 FAIL (no all-reduce tree at INFO TUNING)"; fi
+        logged "tree chosen (TUNING)$1" "AllReduce.*tree|tree.*AllReduce" "no all-reduce tree at INFO TUNING"
       }
       matrix "" "" "--big 1000003"
       # LL and LL128 do not cross hosts (transport/select.h): asked for, they run with Simple, logged.
       run_one "2 hosts x 2 NCCL_PROTO=LL" 50 4 "NCCL_PROTO=LL NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL" -- "${small[@]}"
-      if grep -q "LL asked, but this communicator has ranks on other hosts" "$tmpf"; then echo "SUMMARY LL fallback logged PASS"
-      else rc_all=1; echo "SUMMARY LL fallback logged FAIL"; fi
+      logged "LL fallback logged" "LL asked, but this communicator has ranks on other hosts"
       run_one "2 hosts x 2 NCCL_PROTO=LL128" 50 4 "NCCL_PROTO=LL128 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL,TUNING" -- "${small[@]}"
-      if grep -qE "LL128 asked|LL128 runs only over same-GPU and NVLink hops" "$tmpf"; then echo "SUMMARY LL128 fallback logged PASS"
-      else rc_all=1; echo "SUMMARY LL128 fallback logged FAIL"; fi
+      logged "LL128 fallback logged" "LL128 asked|LL128 runs only over same-GPU and NVLink hops"
       # GPUDirect: a UCX built with CUDA (CUDA_UCX_LIB, its libucp.so.0; e.g. the libucx-cu13
       # wheel's) takes the FIFO slots in device memory; UCX moves them over TCP with cuda_copy.
       # tests/gpu/pack.sh --ucx-cuda puts one beside the binaries.
@@ -203,20 +207,17 @@ if [ "${1:-}" = "--part" ]; then
           env $gdr "$ucxbin" -d | grep -E "Transport:|Memory domain:|memory types" | sort | uniq -c | head -20; }
         run_one "2 hosts x 2 CUDA UCX, no RDMA: staged" 40 4 "$cuda_ucx NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=NET" -- "${small[@]}"
         if [ -d /sys/class/infiniband ] && [ -n "$(ls /sys/class/infiniband 2>/dev/null)" ]; then echo "SUMMARY GPUDirect default not checked (an RDMA device is here)"
-        elif grep -q "but no RDMA device is here" "$tmpf"; then echo "SUMMARY GPUDirect off without RDMA, logged PASS"
-        else rc_all=1; echo "SUMMARY GPUDirect off without RDMA, logged FAIL (no 'but no RDMA device is here' at INFO NET)"; fi
+        else logged "GPUDirect off without RDMA, logged" "but no RDMA device is here" "no 'but no RDMA device is here' at INFO NET"; fi
         run_one "2 hosts x 2 GPUDirect, NET INFO" 60 4 "$gdr NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=NET,P2P,ALLOC" -- "${small[@]}"
         grep -m3 -E "UCX [0-9]|CUDA memory support|device memory \(slots" "$tmpf"
-        if grep -q "handed to UCX as CUDA memory: GPUDirect" "$tmpf"; then echo "SUMMARY GPUDirect slots in device memory PASS"
-        else rc_all=1; echo "SUMMARY GPUDirect slots in device memory FAIL (no 'handed to UCX as CUDA memory' at INFO)"; fi
+        logged "GPUDirect slots in device memory" "handed to UCX as CUDA memory: GPUDirect" "no 'handed to UCX as CUDA memory' at INFO"
         # Without the 1000003-element counts: with MPS off, UCX's copies of device slots run in each
         # process's own context, and the emulated hosts' kernels share the GPU by time slices
         # (issue 16's ~ms per switch): one such call took 8-13 s (session 14). Their speed is
         # perf/ucx_device_vs_nccl.sh's, under MPS, where nccl-tests checks the results.
         matrix " GPUDirect" "$gdr"
         run_one "2 hosts x 2 BRAID_GPUDIRECT=0" 40 4 "$gdr BRAID_GPUDIRECT=0 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=NET" -- "${small[@]}"
-        if grep -q "but BRAID_GPUDIRECT=0" "$tmpf"; then echo "SUMMARY GPUDirect off, logged PASS"
-        else rc_all=1; echo "SUMMARY GPUDirect off, logged FAIL"; fi
+        logged "GPUDirect off, logged" "but BRAID_GPUDIRECT=0"
       else echo "SUMMARY GPUDirect not run (CUDA_UCX_LIB unset: no UCX with CUDA support given)"; fi
       exit $rc_all ;;
     mp-proto)
