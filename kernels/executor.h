@@ -82,6 +82,14 @@ struct Launch {
   GraphWork* graphWork = nullptr;                // the same under graph capture (graph_work.h)
 };
 
+// How many channels a launch's connections span: 1 + the highest channel, 0 without any.
+inline int channelsOf(const Launch& launch) {
+  int most = -1;
+  for (const SendConn& c : launch.sends) most = most > c.channel ? most : c.channel;
+  for (const RecvConn& c : launch.recvs) most = most > c.channel ? most : c.channel;
+  return most + 1;
+}
+
 // Enqueues the work: one kernel per element type present (ops that only move bytes share
 // the byte kernel), one CUDA block per lane. All ranks of a communicator must present
 // their ops in the same order. Returns ncclInvalidArgument for a malformed launch (a step

@@ -84,7 +84,7 @@ class UcxNetImpl final : public UcxNet {
     std::lock_guard<std::mutex> lock(mutex_);
     kept_.push_back(std::move(memory));
   }
-  void kick() override;
+  void kick(int channels) override;
   bool cudaMemory() const override { return cudaMemory_; }
   bool progress(bool flush) override;
   void close(bool abort) override;
@@ -519,7 +519,7 @@ bool UcxNetImpl::polling(Clock::time_point now) const {
                            pollUntil_.load(std::memory_order_relaxed);
 }
 
-void UcxNetImpl::kick() {
+void UcxNetImpl::kick(int /*channels: all of this proxy's*/) {
   const int64_t now = nowNs();
   const int64_t until = pollUntil_.exchange(now + int64_t(kPollWindowMs) * 1000000, std::memory_order_relaxed);
   if (until <= now) wakeProxy();  // it may sleep (up to a millisecond); already polling: no syscall

@@ -24,6 +24,7 @@ namespace braid::transport {
 class UcxNet {
  public:
   static constexpr int kPollWindowMs = 200;
+  static constexpr int kAllChannels = 1 << 30;  // kick(): every proxy
   // Collective over the communicator's bootstrap, on every rank when some rank is on another
   // host (transport/select.h needsNetwork): UCX
   // opened (libucp.so.0 at run time), a worker whose address every rank receives, endpoints
@@ -39,10 +40,11 @@ class UcxNet {
   // Held until the proxy has stopped (close()), then released: memory that the proxy may
   // touch until then, such as the GPU connections' pinned FIFOs.
   virtual void keep(std::shared_ptr<void> memory) = 0;
-  // Work may have been enqueued on the GPU for polled connections (NetFifo::polled): the
-  // proxy wakes and polls their counters, without sleeping, until none has moved for
-  // kPollWindowMs; after that it looks at them at least every millisecond.
-  virtual void kick() = 0;
+  // Work may have been enqueued on the GPU for polled connections (NetFifo::polled) on channels
+  // below `channels`: the proxies of those channels (ucx_proxies.h) wake and poll their
+  // counters, without sleeping, until none has moved for kPollWindowMs; after that they look
+  // at them at least every millisecond. A proxy with none of those channels stays asleep.
+  virtual void kick(int channels) = 0;
   // Whether this UCX reports CUDA memory support (UCS_MEMORY_TYPE_CUDA in its context's
   // memory types): what handing device buffers to UCX directly (GPUDirect RDMA) needs.
   virtual bool cudaMemory() const = 0;

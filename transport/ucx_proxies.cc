@@ -52,8 +52,11 @@ class ProxiedNet final : public UcxNet {
     std::lock_guard<std::mutex> lock(mutex_);
     kept_.push_back(std::move(memory));
   }
-  void kick() override {
-    for (auto& p : proxies_) p->kick();
+  // Channels 0..channels-1 are on proxies 0..min(channels, K)-1: a small call (one channel)
+  // keeps the others asleep instead of spinning on counters that will not move.
+  void kick(int channels) override {
+    const size_t n = std::min(proxies_.size(), static_cast<size_t>(std::max(channels, 1)));
+    for (size_t k = 0; k < n; ++k) proxies_[k]->kick(channels);
   }
   bool cudaMemory() const override { return proxies_[0]->cudaMemory(); }
   // The CPU engine's connections are all on proxy 0.

@@ -28,7 +28,8 @@ int wantedNetProxies(const ncclComm* comm);
 // the same proxy. *count is that number (1 on a rank whose exchange failed: it returns the error).
 ncclResult_t agreeNetProxies(ncclComm* comm, int wanted, int* count);
 
-// The proxies as one UcxNet: connections routed as above, kick() and close() to every proxy,
+// The proxies as one UcxNet: connections routed as above, kick() to the proxies of the channels
+// it names, close() to every proxy,
 // kept memory released after all of them have stopped.
 std::shared_ptr<UcxNet> netOverProxies(std::vector<std::shared_ptr<UcxNet>> proxies);
 

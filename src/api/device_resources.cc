@@ -187,9 +187,9 @@ bool GpuResources::systemScope() const {
   return false;
 }
 
-void GpuResources::launched() const {
+void GpuResources::launched(int channels) const {
   if (comm_->net && std::any_of(links_.begin(), links_.end(), [](auto& l) { return l->proxied(); }))
-    comm_->net->kick();
+    comm_->net->kick(channels);
 }
 
 size_t GpuResources::bytesAllocated() const {

@@ -54,9 +54,9 @@ class GpuResources final : public DeviceResources {
   // Whether something besides GPUs reaches a connection's FIFOs (host-staged pages, which the
   // processes map at different addresses; the UCX proxy): the kernels' fences stay at system scope.
   bool systemScope() const;
-  // A launch was enqueued: connections to other hosts are polled by the UCX proxy, which no
-  // kernel can wake (UcxNet::kick).
-  void launched() const;
+  // A launch over channels 0..channels-1 was enqueued: connections to other hosts are polled by
+  // the UCX proxies of those channels, which no kernel can wake (UcxNet::kick).
+  void launched(int channels) const;
   size_t bytesAllocated() const;
   // Device copies of large launches' work, reused by calls that repeat them.
   kernels::WorkCache* workCache() const { return workCache_.get(); }

@@ -335,7 +335,7 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
     }
   }
   unsigned widest = 0;
-  cl.res->launched();  // before the kernel can start: the proxy is awake when its first slot is
+  cl.res->launched(kernels::channelsOf(L));  // before the kernel can start: the proxy is awake when its first slot is
   if (served) {
     BRAID_CHECK(served->post(L, cl.servedCopies, cl.servedScratch, gatesOf(cl)));
   } else if (cl.comm->served && cl.comm->served->plan.any()) {
@@ -386,7 +386,7 @@ ncclResult_t replay(CommLaunch& cl, const LaunchReplay::Entry& kept) {
   }
   RelaxedCapture relaxed;  // a large launch's work kept for a graph being captured is allocated
   cl.launch.stream = kept.settings.stream;
-  cl.res->launched();  // before the kernel can start, as connectAndLaunch
+  cl.res->launched(kept.channels);  // before the kernel can start, as connectAndLaunch
   const auto start = ncclComm::EnqueueTimes::Clock::now();
   ncclResult_t rc = kernels::enqueuePacked(kept.settings, kept.packed);
   ncclComm::EnqueueTimes::add(cl.comm->enqueueTimes.replayLaunchNs, start);

@@ -93,6 +93,7 @@ void LaunchReplay::keep(Key key, std::span<const Task* const> tasks, const kerne
   Entry& e = entries_.emplace_back();
   e.key = std::move(key);
   e.settings = launch;
+  e.channels = kernels::channelsOf(launch);
   e.settings.ops.clear();  // the packed blob holds what the kernels need of these
   e.settings.lanes.clear();
   e.settings.sends.clear();

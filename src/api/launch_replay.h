@@ -54,6 +54,7 @@ class LaunchReplay {
   struct Entry {
     Key key;
     kernels::Launch settings;
+    int channels = 0;  // the connections' span (channelsOf), for the UCX proxies' kick
     kernels::PackedLaunch packed;
     std::vector<Patch> patches;
     uint64_t lastUse = 0;

@@ -236,7 +236,7 @@ int main(int argc, char** argv) {
     const uint64_t perLink = uint64_t(benchMb * 1e6 / slotBytes) + 1;
     ncclAllReduce(&benchMb, &benchMb, 0, ncclFloat64, ncclSum, comm, nullptr);  // start together
     const auto start = Clock::now();
-    comm->net->kick();
+    comm->net->kick(braid::transport::UcxNet::kAllChannels);
     std::vector<std::thread> threads;
     for (const auto& [e, pc] : links.sends) threads.emplace_back(benchSend, e, perLink);
     for (const auto& [e, pc] : links.recvs) threads.emplace_back(benchRecv, e, perLink);
@@ -251,7 +251,7 @@ int main(int argc, char** argv) {
   }
   // 1. Slots on every link while the CPU engine runs all-reduces on the same worker and channels.
   const auto t0 = Clock::now();
-  comm->net->kick();
+  comm->net->kick(braid::transport::UcxNet::kAllChannels);
   std::thread slots([&] { moveSlots(links, 0, nSlotsToMove); });
   bool hostOk = true;
   for (int i = 0; i < 5 && hostOk; ++i) hostOk = hostAllReduce(comm, env.nRanks, 300000);
