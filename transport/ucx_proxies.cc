@@ -10,7 +10,6 @@
 #include "core/comm.h"
 #include "core/env.h"
 #include "core/log.h"
-#include "transport/select.h"
 
 namespace braid::transport {
 
@@ -20,9 +19,10 @@ int wantedNetProxies(const ncclComm* comm) {
   int cores = 1;
   cpu_set_t mask;
   if (sched_getaffinity(0, sizeof mask, &mask) == 0) cores = std::max(1, CPU_COUNT(&mask));
+  // Ranks on this machine (emulated hosts included: they share its cores).
   int here = 0;
   for (int r = 0; r < comm->nRanks; ++r)
-    if (localityOf(comm->peers[comm->rank], comm->peers[r]) != Locality::OtherHost) ++here;
+    if (comm->peers[r].machineHash == comm->peers[comm->rank].machineHash) ++here;
   return std::clamp(cores / 2 / std::max(1, here), 1, 4);
 }
 

@@ -20,7 +20,10 @@ namespace braid::transport {
 
 // How many proxies this rank would like: BRAID_NET_PROXIES (1..kMaxNetProxies) when set;
 // otherwise the cores this process may run on, halved (the ranks' own threads need theirs),
-// over the ranks of the communicator on this host, between 1 and 4. A 2-core machine gets 1.
+// over the ranks of the communicator on this machine (hosts emulated with BRAID_HOSTID share
+// its cores), between 1 and 4. A 2-core machine gets 1. Measured on an H100 host with 16 cores
+// (perf/NOTES.md, session 15): 4 proxies a rank for 2 emulated hosts x 1 made large calls 2x
+// faster; for 4 x 1 (16 proxies, 4 spinning ranks) they made small calls 2x slower.
 constexpr int kMaxNetProxies = 8;
 int wantedNetProxies(const ncclComm* comm);
 

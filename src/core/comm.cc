@@ -45,6 +45,7 @@ PeerInfo describeSelf(int rank, int nRanks, int cudaDev) {
   self.cudaDev = cudaDev;
   self.pid = getpid();
   self.hostHash = hostHash();
+  self.machineHash = machineHash();
   self.processHash = processHash();
   self.libraryVersion = NCCL_VERSION_CODE;
   self.initTimeoutMs = static_cast<int32_t>(env::initTimeoutSeconds() * 1000);

@@ -20,6 +20,10 @@ uint64_t hashString(const std::string& s, uint64_t h = 1469598103934665603ull) {
 
 uint64_t hostHash() {
   if (const char* id = env::get("BRAID_HOSTID")) return hashString(id);
+  return machineHash();
+}
+
+uint64_t machineHash() {
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   std::string key = host;

@@ -2,8 +2,10 @@
 // parsing, and the unique id's integrity check.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 
+#include "core/peer_info.h"
 #include "core/socket.h"
 #include "core/unique_id.h"
 
@@ -59,3 +61,15 @@ TEST(UniqueId, RoundTripsAndRejectsDamage) {
 
 }  // namespace
 }  // namespace braid
+
+// Emulated hosts (BRAID_HOSTID) are other hosts to the transports, but the same machine to
+// whatever shares its cores (the UCX proxies' count, transport/ucx_proxies.h).
+TEST(HostIdentity, BraidHostIdChangesTheHostNotTheMachine) {
+  unsetenv("BRAID_HOSTID");
+  const uint64_t host = braid::hostHash(), machine = braid::machineHash();
+  EXPECT_EQ(host, machine);
+  setenv("BRAID_HOSTID", "emulated-node-7", 1);
+  EXPECT_NE(braid::hostHash(), host);
+  EXPECT_EQ(braid::machineHash(), machine);
+  unsetenv("BRAID_HOSTID");
+}
