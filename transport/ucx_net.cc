@@ -785,20 +785,11 @@ ncclResult_t UcxNet::create(ncclComm* comm, std::shared_ptr<UcxNet>* out) {
     AddressExchange ex;
     return exchangeAddresses(comm, why, nullptr, 0, &ex);
   }
-  std::vector<std::shared_ptr<UcxNet>> proxies;
-  for (int k = 0; k < count; ++k) {
+  return startProxies(comm, count, [&](std::shared_ptr<UcxNet>* one) {
     auto net = std::make_shared<UcxNetImpl>(comm, api);
-    ncclResult_t rc = net->start();
-    proxies.push_back(net);
-    if (rc != ncclSuccess) {
-      for (auto& p : proxies) p->close(true);
-      return rc;
-    }
-  }
-  BRAID_INFO(kNet | kInit, "rank %d: %d UCX prox%s (a worker and a thread each; GPU connections on channel c use proxy "
-             "c %% %d; BRAID_NET_PROXIES)", comm->rank, count, count == 1 ? "y" : "ies", count);
-  *out = netOverProxies(std::move(proxies));
-  return ncclSuccess;
+    *one = net;
+    return net->start();
+  }, out);
 }
 
 #endif

@@ -79,9 +79,22 @@ class ProxiedNet final : public UcxNet {
 
 }  // namespace
 
-std::shared_ptr<UcxNet> netOverProxies(std::vector<std::shared_ptr<UcxNet>> proxies) {
-  if (proxies.size() == 1) return std::move(proxies[0]);
-  return std::make_shared<ProxiedNet>(std::move(proxies));
+ncclResult_t startProxies(ncclComm* comm, int count, const std::function<ncclResult_t(std::shared_ptr<UcxNet>*)>& startOne,
+                          std::shared_ptr<UcxNet>* out) {
+  std::vector<std::shared_ptr<UcxNet>> proxies;
+  for (int k = 0; k < count; ++k) {
+    ncclResult_t rc = startOne(&proxies.emplace_back());
+    if (rc != ncclSuccess) {
+      for (auto& p : proxies)
+        if (p) p->close(true);
+      return rc;
+    }
+  }
+  BRAID_INFO(kNet | kInit, "rank %d: %d UCX prox%s (a worker and a thread each; GPU connections on channel c use proxy "
+             "c %% %d; BRAID_NET_PROXIES)", comm->rank, count, count == 1 ? "y" : "ies", count);
+  if (count == 1) *out = std::move(proxies[0]);
+  else *out = std::make_shared<ProxiedNet>(std::move(proxies));
+  return ncclSuccess;
 }
 
 }  // namespace braid::transport

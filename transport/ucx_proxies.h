@@ -8,6 +8,7 @@
 // its ends; the CPU engine's connections all stay on proxy 0, whose worker its thread also
 // drives (UcxNet::progress), so host-memory calls see no change.
 #pragma once
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -31,10 +32,12 @@ int wantedNetProxies(const ncclComm* comm);
 // the same proxy. *count is that number (1 on a rank whose exchange failed: it returns the error).
 ncclResult_t agreeNetProxies(ncclComm* comm, int wanted, int* count);
 
-// The proxies as one UcxNet: connections routed as above, kick() to the proxies of the channels
-// it names, close() to every proxy,
-// kept memory released after all of them have stopped.
-std::shared_ptr<UcxNet> netOverProxies(std::vector<std::shared_ptr<UcxNet>> proxies);
+// Starts `count` proxies with `startOne` (which sets its UcxNet, started or not, and returns how
+// the start went; collective: every rank starts as many) and makes them one UcxNet: connections
+// routed as above, kick() to the proxies of the channels it names, close() to every proxy, kept
+// memory released after all of them have stopped. On a failure every proxy made is closed.
+ncclResult_t startProxies(ncclComm* comm, int count, const std::function<ncclResult_t(std::shared_ptr<UcxNet>*)>& startOne,
+                          std::shared_ptr<UcxNet>* out);
 
 // Which proxy carries a connection (pure; both ends compute it alike).
 inline int proxyOf(int channel, uint32_t space, int count) {
