@@ -161,7 +161,7 @@ ncclResult_t planCollective(CommLaunch& cl, const Task& t) {
 // the copy kernel (kernels::copyAsync, at copy speed) instead of a lane of the executor. None
 // when they do not pair (another number of each, or other sizes): buildP2p and the launch then
 // report the mismatch.
-std::vector<std::pair<size_t, size_t>> selfPairs(const std::vector<const Task*>& p2p, int rank) {
+std::vector<std::pair<size_t, size_t>> selfPairs(std::span<const Task* const> p2p, int rank) {
   std::vector<size_t> sends, recvs;
   for (size_t i = 0; i < p2p.size(); ++i)
     if (p2p[i]->root == rank && p2p[i]->count > 0) (p2p[i]->isSend ? sends : recvs).push_back(i);
@@ -179,6 +179,18 @@ std::vector<std::pair<size_t, size_t>> selfPairs(const std::vector<const Task*>&
 // 64 MB twice, 71 us, where NCCL takes 1.7).
 cudaError_t enqueueCopy(const CommLaunch::Copy& c, cudaStream_t stream) {
   return c.dst == c.src ? cudaSuccess : kernels::copyAsync(c.dst, c.src, c.bytes, stream);
+}
+
+// Copies without a launch of the executor (a 1-rank call): on the communicator's device (a
+// legacy default stream is the current device's), on `first`'s stream. Keep it lean: this is
+// the whole host path of such a call.
+ncclResult_t enqueueCopies(const Task& first, std::span<const CommLaunch::Copy> copies, const char* what) {
+  DeviceScope scope(first.comm->cudaDev);
+  if (scope.error() != cudaSuccess) return cudaFail(first, "cudaSetDevice", scope.error());
+  BRAID_CHECK(kernels::preloadKernels(first.comm->cudaDev));
+  for (const CommLaunch::Copy& c : copies)
+    if (cudaError_t e = enqueueCopy(c, first.stream); e != cudaSuccess) return cudaFail(first, what, e);
+  return ncclSuccess;
 }
 
 ncclResult_t planP2p(CommLaunch& cl, const std::vector<const Task*>& p2p) {
@@ -401,15 +413,11 @@ bool copiesOnOneRank(const Task& t) {
          (!algo::collReduces(t.coll) || static_cast<int>(t.op) < ncclNumOps);
 }
 
-// The copy kernel, on the communicator's device (a legacy default stream is the current
-// device's). This is the whole host path of a 1-rank collective: keep it lean.
+// A 1-rank collective: one copy (enqueueCopies).
 ncclResult_t copyOnOneRank(const Task& t) {
   if (t.sendbuff == t.recvbuff) return ncclSuccess;
-  DeviceScope scope(t.comm->cudaDev);
-  if (scope.error() != cudaSuccess) return cudaFail(t, "cudaSetDevice", scope.error());
-  BRAID_CHECK(kernels::preloadKernels(t.comm->cudaDev));
-  cudaError_t e = kernels::copyAsync(t.recvbuff, t.sendbuff, t.count * sizeOfType(t.type), t.stream);
-  return e == cudaSuccess ? ncclSuccess : cudaFail(t, "the copy kernel's launch", e);
+  const CommLaunch::Copy copy{t.recvbuff, t.sendbuff, t.count * sizeOfType(t.type)};
+  return enqueueCopies(t, std::span(&copy, 1), "the copy kernel's launch");
 }
 
 // Adds the host time of one run to each of its communicators' EnqueueTimes, however it returns.
@@ -444,7 +452,7 @@ bool selfCopiesOnOneRank(std::span<const Task* const> tasks, std::vector<CommLau
   if (first.comm->nRanks != 1) return false;
   for (const Task* t : tasks)
     if (t->comm != first.comm || t->coll != algo::Coll::SendRecv || t->stream != first.stream) return false;
-  const std::vector<const Task*> p2p(tasks.begin(), tasks.end());
+  const std::span<const Task* const> p2p = tasks;
   const std::vector<std::pair<size_t, size_t>> pairs = selfPairs(p2p, 0);
   if (2 * pairs.size() != p2p.size()) return false;
   for (auto [s, r] : pairs)
@@ -454,22 +462,13 @@ bool selfCopiesOnOneRank(std::span<const Task* const> tasks, std::vector<CommLau
   return true;
 }
 
-ncclResult_t enqueueCopies(const Task& first, const std::vector<CommLaunch::Copy>& copies) {
-  DeviceScope scope(first.comm->cudaDev);
-  if (scope.error() != cudaSuccess) return cudaFail(first, "cudaSetDevice", scope.error());
-  BRAID_CHECK(kernels::preloadKernels(first.comm->cudaDev));
-  for (const CommLaunch::Copy& c : copies)
-    if (cudaError_t e = enqueueCopy(c, first.stream); e != cudaSuccess)
-      return cudaFail(first, "the copy kernel's launch (a send/recv to oneself)", e);
-  return ncclSuccess;
-}
 
 }  // namespace
 
 ncclResult_t runDeviceTasks(std::span<const Task* const> tasks) {
   RunClock clock(tasks);
   if (std::vector<CommLaunch::Copy> copies; !tasks.empty() && selfCopiesOnOneRank(tasks, &copies))
-    return enqueueCopies(*tasks.front(), copies);
+    return enqueueCopies(*tasks.front(), copies, "the copy kernel's launch (a send/recv to oneself)");
   size_t kernelTasks = 0;
   for (const Task* t : tasks) {
     if (copiesOnOneRank(*t)) BRAID_CHECK(copyOnOneRank(*t));
