@@ -1,5 +1,6 @@
 #include "api/call_check.h"
 
+#include <algorithm>
 #include <string>
 
 #include "core/comm.h"
@@ -49,6 +50,17 @@ CallKind kindOf(const Task& t) {
     case algo::Coll::SendRecv: return t.isSend ? CallKind::Send : CallKind::Recv;
   }
   return CallKind::AllReduce;
+}
+
+// Whether a group's data checks it (host/engine.h CheckLane::onStall): with a count, each of these
+// makes every rank receive data that depends on every rank's input, so a rank that differs is
+// refused by some receiver's slot signature, or no rank finishes.
+bool dataChecks(std::span<const CallDesc> colls) {
+  return std::all_of(colls.begin(), colls.end(), [](const CallDesc& d) {
+    const auto k = static_cast<CallKind>(d.kind);
+    return d.count > 0 && (k == CallKind::AllReduce || k == CallKind::AllGather || k == CallKind::ReduceScatter ||
+                           k == CallKind::AlltoAll);
+  });
 }
 
 bool rootedKind(CallKind k) {
@@ -127,8 +139,10 @@ void CallCheck::add(ncclComm* comm, std::span<const CallDesc> descs, std::vector
   l.ride.mine = &l.mine;
   l.ride.theirs = &l.theirs;
   l.ride.bytes = sizeof(CheckMessage);
+  l.ride.onStall = dataChecks(colls);
+  if (l.ride.onStall) comm->checksByData.fetch_add(1, std::memory_order_relaxed);
   for (host::LaneProgram& p : *programs)
-    if (!l.ride.rides && p.comm == comm && p.channel == kCheckChannel && !p.steps.empty() && p.carries == nullptr &&
+    if (!l.ride.rides && !l.ride.onStall && p.comm == comm && p.channel == kCheckChannel && !p.steps.empty() && p.carries == nullptr &&
         p.steps.front().second->sendPeer == l.ride.succ && p.steps.front().second->recvPeer < 0) {
       p.carries = &l.ride;
       l.ride.rides = true;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <string>
 
 #include "api/plan.h"
 #include "api/real_served.h"
@@ -75,12 +76,17 @@ ncclResult_t createResources(ncclComm* comm) {
 }
 
 void destroyResources(ncclComm* comm, bool abort) {
-  if (const uint64_t rode = comm->checksRode.load(), alone = comm->checksAlone.load(); rode > 0)
-    BRAID_INFO(kColl, "rank %d: call check messages rode on data slots %llu times; %llu went in slots of their own",
-               comm->rank, static_cast<unsigned long long>(rode), static_cast<unsigned long long>(alone));
-  else if (alone > 0)
-    BRAID_INFO(kColl, "rank %d: call check: %llu messages in slots of their own, none rode on data", comm->rank,
-               static_cast<unsigned long long>(alone));
+  if (const uint64_t rode = comm->checksRode.load(), alone = comm->checksAlone.load(), late = comm->checksLate.load(),
+      byData = comm->checksByData.load();
+      rode + alone + byData > 0) {
+    // Each part only where it happened, so that a test can ask for it by its words.
+    auto n = [](uint64_t v) { return std::to_string(v); };
+    std::string text = n(byData) + " groups checked by their data alone";
+    if (late > 0) text += " (" + n(late) + " late messages sent after a stall)";
+    text += "; " + n(alone) + " messages in slots of their own";
+    if (rode > 0) text += ", " + n(rode) + " messages rode on data slots";
+    BRAID_INFO(kColl, "rank %d: call check: %s", comm->rank, text.c_str());
+  }
   if (const auto& t = comm->enqueueTimes; t.calls.load() > 0) {
     auto us = [](const std::atomic<uint64_t>& ns, const std::atomic<uint64_t>& n) {
       return double(ns.load()) / 1e3 / double(std::max<uint64_t>(1, n.load()));

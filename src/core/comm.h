@@ -102,9 +102,10 @@ struct ncclComm {
   // before the communicator is ready, never cleared: every call goes to `real`.
   std::atomic<bool> servedByReal{false};
   std::shared_ptr<braid::api::Shadow> shadow;  // made by the first shadowed call; under realMutex
-  // The call check's messages this rank sent on host memory: riding on a data slot, or in a
-  // slot of their own (host/engine.h CheckLane); said at INFO when the communicator closes.
-  std::atomic<uint64_t> checksRode{0}, checksAlone{0};
+  // The call check on host memory (host/engine.h CheckLane): messages riding on a data slot,
+  // in a slot of their own, or sent late by a stalled run; groups that their data checked
+  // alone. Said at INFO when the communicator closes.
+  std::atomic<uint64_t> checksRode{0}, checksAlone{0}, checksLate{0}, checksByData{0};
   // Host time of this rank's device calls (the enqueue, not the GPU's work), said at INFO COLL
   // when the communicator closes: where a small call's time goes when the host is the bound.
   struct EnqueueTimes {

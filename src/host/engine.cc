@@ -25,6 +25,13 @@ using Clock = std::chrono::steady_clock;
 
 // How long a lane blocked only on live peers keeps waiting after another rank's death.
 constexpr double kLiveWaitAfterDeathSeconds = 1.0;
+// How long a run makes no progress before its late call check messages go (CheckLane::onStall):
+// far above a small call's time (tens of us), far below a hang report's. BRAID_CHECK_LATE_US
+// (tests: 0 sends them in nearly every call).
+std::chrono::microseconds lateCheckAfter() {
+  static const std::chrono::microseconds after(env::getInt("BRAID_CHECK_LATE_US", 1000));
+  return after;
+}
 
 struct LaneState {
   LaneProgram* program;
@@ -34,6 +41,14 @@ struct LaneState {
   bool carried = false;  // its first slot went, with the call check's message if it carries one
 };
 
+// Whether the run waits for this lane: every lane but a check whose group's data checks it.
+bool holdsRun(const LaneState& st) { return st.program->check == nullptr || !st.program->check->onStall; }
+
+// A late message of an earlier call (CheckLane::onStall): its call ended here without it.
+bool staleFor(const CheckLane& ck, const SlotHeader& h) {
+  return h.signature == kLateCheckSlotSignature && h.checkSeq < ck.seq;
+}
+
 // A slot from `from` on `channel` that carries the call check's message: it is the
 // predecessor's message for that communicator's check lane (in call order: a rank's messages
 // and data travel on one FIFO).
@@ -41,48 +56,54 @@ void takeCheck(const std::vector<LaneProgram*>& checkLanes, const ncclComm* comm
                const SlotHeader& h) {
   for (LaneProgram* p : checkLanes) {
     CheckLane& ck = *p->check;
-    if (p->comm == comm && p->channel == channel && ck.pred == from && !ck.arrived) {
+    if (p->comm == comm && p->channel == channel && ck.pred == from && !ck.arrived && !staleFor(ck, h)) {
       std::memcpy(ck.theirs, h.check, ck.bytes);
       ck.arrived = true;
     }
   }
 }
 
-// The call check's lane: its message in a slot of its own unless it rides on a data slot, then
-// the predecessor's, from the head of its FIFO (a slot of its own is taken; a data slot it
-// rides on stays for the data lane). Returns what moved.
-int advanceCheck(LaneState& st) {
+// The call check's lane: its message in a slot of its own unless it rides on a data slot (an
+// onStall lane's only once the run has `stalled`), then the predecessor's, from the head of its
+// FIFO (a slot of its own is taken; a data slot it rides on stays for the data lane). Done when
+// both are. Returns what moved.
+int advanceCheck(LaneState& st, bool stalled) {
   LaneProgram& prog = *st.program;
   CheckLane& ck = *prog.check;
   ncclComm* comm = prog.comm;
   int moved = 0;
-  if (st.step == 0) {
+  if (st.step == 0 && (!ck.onStall || stalled)) {
     if (!ck.rides) {
       HostConnection* sc = comm->host->sendConn(prog.channel, ck.succ);
       FifoControl* sctl = FifoLayout::control(sc->base);
       if (sc->posted - sctl->head.load(std::memory_order_acquire) >= kFifoSlots) return 0;
       SlotHeader& h = sctl->headers[sc->posted % kFifoSlots];
       h.bytes = 0;
-      h.signature = kCheckSlotSignature;
+      h.signature = ck.onStall ? kLateCheckSlotSignature : kCheckSlotSignature;
       h.credit = 0;
       h.checkSeq = ck.seq;
       std::memcpy(h.check, ck.mine, ck.bytes);
       sctl->tail.store(++sc->posted, std::memory_order_release);
     }
-    (ck.rides ? comm->checksRode : comm->checksAlone).fetch_add(1, std::memory_order_relaxed);
+    (ck.rides ? comm->checksRode : ck.onStall ? comm->checksLate : comm->checksAlone).fetch_add(1, std::memory_order_relaxed);
     st.step = 1;
     ++moved;
   }
-  if (!ck.arrived) {
-    HostConnection* rc = comm->host->recvConn(prog.channel, ck.pred);
-    FifoControl* rctl = FifoLayout::control(rc->base);
-    if (rctl->tail.load(std::memory_order_acquire) <= rc->consumed) return moved;
+  HostConnection* rc = comm->host->recvConn(prog.channel, ck.pred);
+  FifoControl* rctl = FifoLayout::control(rc->base);
+  while (!ck.arrived && rctl->tail.load(std::memory_order_acquire) > rc->consumed) {
     const SlotHeader& h = rctl->headers[rc->consumed % kFifoSlots];
-    if (h.checkSeq == 0) return moved;  // data without a message: a mismatch, which the data lane names
-    std::memcpy(ck.theirs, h.check, ck.bytes);
-    ck.arrived = true;
-    if (h.signature == kCheckSlotSignature) rctl->head.store(++rc->consumed, std::memory_order_release);
+    if (h.checkSeq == 0) break;  // data without a message: a data lane's, or a mismatch that it names
+    if (ck.onStall && h.checkSeq > ck.seq) break;  // the predecessor has finished this call: its next one's
+    if (!staleFor(ck, h)) {
+      std::memcpy(ck.theirs, h.check, ck.bytes);
+      ck.arrived = true;
+    }
+    if (!isCheckSlot(h.signature)) break;  // a data slot it rides on stays for the data lane
+    rctl->head.store(++rc->consumed, std::memory_order_release);
+    ++moved;
   }
+  if (st.step == 0 || !ck.arrived) return moved;
   st.step = prog.steps.size();
   st.finished = true;
   return moved + 1;
@@ -129,9 +150,9 @@ std::string describeWait(const LaneState& st) {
 
 // Processes as many slices of the lane's current step as are ready. Returns the number of
 // slices done; sets *error on a mismatch.
-int advance(LaneState& st, const std::vector<LaneProgram*>& checkLanes, ncclResult_t* error) {
+int advance(LaneState& st, const std::vector<LaneProgram*>& checkLanes, bool stalled, ncclResult_t* error) {
   LaneProgram& prog = *st.program;
-  if (prog.check != nullptr) return advanceCheck(st);
+  if (prog.check != nullptr) return advanceCheck(st, stalled);
   ncclComm* comm = prog.comm;
   int slices = 0;
   while (st.step < prog.steps.size() && slices < 4) {
@@ -155,7 +176,7 @@ int advance(LaneState& st, const std::vector<LaneProgram*>& checkLanes, ncclResu
     if (rctl) {
       const SlotHeader& h = rctl->headers[rc->consumed % kFifoSlots];
       if (h.checkSeq != 0) takeCheck(checkLanes, comm, prog.channel, s.recvPeer, h);
-      if (h.signature == kCheckSlotSignature && h.checkSeq != 0) {  // a check message of its own: the check lane's
+      if (isCheckSlot(h.signature) && h.checkSeq != 0) {  // a check message of its own: the check lane's
         rctl->head.store(++rc->consumed, std::memory_order_release);
         ++slices;
         continue;
@@ -280,7 +301,7 @@ ncclResult_t stallVerdict(const LaneState& st, bool* departureSeen, double stall
 void publishWaits(const std::vector<LaneState>& lanes) {
   std::map<ncclComm*, std::vector<int>> waits;
   for (const LaneState& st : lanes) {
-    if (st.finished) continue;
+    if (st.finished || !holdsRun(st)) continue;
     const algo::Step* s = st.program->steps[st.step].second;
     std::vector<int>& w = waits[st.program->comm];
     for (int peer : {s->recvPeer, s->sendPeer})
@@ -303,6 +324,7 @@ ncclResult_t runPrograms(std::vector<LaneProgram>& programs) {
   auto lastProgress = Clock::now(), lastCheck = lastProgress;
   uint64_t idle = 0;
   bool departureSeen = false;
+  bool stalled = false;  // no progress for lateCheckAfter(): late call check messages go
   // Communicators with ranks on other hosts: this thread moves their network traffic itself
   // while it runs the call (transport/ucx_net.h progress), and once more as the call ends, so
   // that what it posted last leaves now rather than when the proxy thread wakes.
@@ -315,12 +337,12 @@ ncclResult_t runPrograms(std::vector<LaneProgram>& programs) {
     ncclResult_t error = ncclSuccess;
     for (auto& st : lanes) {
       if (st.finished) continue;
-      int moved = advance(st, checkLanes, &error);
+      int moved = advance(st, checkLanes, stalled, &error);
       if (error != ncclSuccess) return error;
       if (moved) st.program->comm->calls.noteProgress();
       progress += moved;
       if (st.finished && st.program->onFinish) BRAID_CHECK(st.program->onFinish());
-      if (!st.finished) allDone = false;
+      if (!st.finished && holdsRun(st)) allDone = false;
     }
     bool netMoved = false;
     for (transport::UcxNet* net : nets) netMoved |= net->progress(/*flush=*/allDone);
@@ -342,6 +364,10 @@ ncclResult_t runPrograms(std::vector<LaneProgram>& programs) {
     // The checks go by the clock, not by the count of rounds: on a loaded machine each sleep
     // above can last a scheduler slice, and 256 rounds of it took an abort 1.1 s to notice.
     auto now = Clock::now();
+    if (!stalled && now - lastProgress >= lateCheckAfter()) {
+      stalled = true;
+      continue;
+    }
     if (now - lastCheck < std::chrono::milliseconds(10)) continue;
     lastCheck = now;
     for (auto& st : lanes)  // an abort from another thread: at once (the rest may be a short wait)
@@ -349,12 +375,12 @@ ncclResult_t runPrograms(std::vector<LaneProgram>& programs) {
         return stallVerdict(st, &departureSeen, 0.0);
     if (idle < 2000 && now - lastProgress < std::chrono::milliseconds(100)) continue;
     for (auto& st : lanes)
-      if (!st.finished)
+      if (!st.finished && holdsRun(st))
         BRAID_CHECK(stallVerdict(st, &departureSeen, std::chrono::duration<double>(now - lastProgress).count()));
     publishWaits(lanes);
     if (timeout > 0 && std::chrono::duration<double>(now - lastProgress).count() > timeout) {
       for (auto& st : lanes) {
-        if (st.finished) continue;
+        if (st.finished || !holdsRun(st)) continue;
         return fail(ncclRemoteError,
                     "rank %d: no progress for %.0f s waiting for %s. Did every rank call the same collective (and "
                     "every send have a matching recv)? BRAID_COLL_TIMEOUT sets the limit.",

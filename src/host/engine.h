@@ -34,6 +34,12 @@ struct OpContext {
 // in that slot's header (SlotHeader::check): one message fewer per call, across hosts one
 // network message fewer. The predecessor's is taken from the head of its FIFO, or by a data
 // lane that reaches it first.
+//
+// `onStall`: the group's data checks it (every rank receives data that depends on every rank's
+// input, and every slot's signature names its call: a mismatch is refused by a receiver or
+// stalls). The message then goes only once the run has made no progress for 1 ms
+// (a mismatch whose data never flows), in a slot marked late, and the lane never holds the
+// run: ranks that finish never read it, so a receiver drops a late message of an earlier call.
 struct CheckLane {
   int pred = -1, succ = -1;
   uint64_t seq = 0;      // the group's first collective (SlotHeader::checkSeq)
@@ -41,6 +47,7 @@ struct CheckLane {
   void* theirs = nullptr;
   size_t bytes = 0;      // at most kSlotCheckBytes
   bool rides = false;    // this rank's message rides on the first slot of the lane that `carries` it
+  bool onStall = false;  // see above
   bool arrived = false;  // `theirs` holds the predecessor's message
 };
 
