@@ -41,6 +41,8 @@ struct LaneState {
   bool carried = false;  // its first slot went, with the call check's message if it carries one
 };
 
+static_assert(sizeof(CallDesc) <= kSlotCheckBytes, "a data slot's header carries its sender's call");
+
 // Whether the run waits for this lane: every lane but a check whose group's data checks it.
 bool holdsRun(const LaneState& st) { return st.program->check == nullptr || !st.program->check->onStall; }
 
@@ -182,15 +184,18 @@ int advance(LaneState& st, const std::vector<LaneProgram*>& checkLanes, bool sta
         continue;
       }
       if (h.bytes != bytes || h.signature != ctx.signature) {
+        // The sender's call rides in the header where no check message does (below).
+        CallDesc theirs;
+        if (h.checkSeq == 0) std::memcpy(&theirs, h.check, sizeof(theirs));
+        else theirs.kind = static_cast<uint8_t>(CallKind::Count);  // only its signature is known here
         std::string text = "rank " + std::to_string(comm->rank) + " in " + describeCall(ctx.desc) + " received from rank " +
-                           std::to_string(s.recvPeer) + " " + std::to_string(h.bytes) + " bytes of a different call (" +
-                           std::to_string(bytes) + " expected): the ranks called mismatched collectives (a different "
-                           "order, count, type, op or root), or a send has no matching recv. Fix: issue the same calls "
-                           "with the same arguments on every rank.";
+                           std::to_string(s.recvPeer) + " " + std::to_string(h.bytes) + " bytes of a different call" +
+                           (h.checkSeq == 0 ? ", " + describeCall(theirs) : std::string()) + " (" + std::to_string(bytes) +
+                           " expected): the ranks called mismatched collectives (a different order, count, type, op or "
+                           "root), or a send has no matching recv. Fix: issue the same calls with the same arguments on "
+                           "every rank.";
         markCommFailed(comm, ncclInvalidUsage, text.c_str());
-        CallDesc unknown;  // the sender's call: only its signature is known here
-        unknown.kind = static_cast<uint8_t>(CallKind::Count);
-        if (comm->liveness) comm->liveness->announceMismatch(ctx.desc, s.recvPeer, unknown);
+        if (comm->liveness) comm->liveness->announceMismatch(ctx.desc, s.recvPeer, theirs);
         *error = fail(ncclInvalidUsage, "%s (rank %d): %s", ctx.caller, comm->rank, text.c_str());
         return slices;
       }
@@ -219,6 +224,8 @@ int advance(LaneState& st, const std::vector<LaneProgram*>& checkLanes, bool sta
       if (prog.carries != nullptr && !st.carried) {  // the group's first slot to the checked rank
         h.checkSeq = prog.carries->seq;
         std::memcpy(h.check, prog.carries->mine, prog.carries->bytes);
+      } else {
+        std::memcpy(h.check, &ctx.desc, sizeof(ctx.desc));  // so that a mismatch names both calls
       }
       st.carried = true;
       sctl->tail.store(++sc->posted, std::memory_order_release);
