@@ -25,7 +25,7 @@ constexpr size_t hostSliceBytes(bool network) { return network ? kNetSliceBytes 
 // signature of a slot that carries only that (host/engine.h CheckLane).
 constexpr size_t kSlotCheckBytes = 144;
 constexpr uint64_t kCheckSlotSignature = 0x636865636b6d7367ull;
-// The same, sent late by a stalled run (host/engine.h CheckLane::onStall): its receiver may have
+// The same, sent late by a stalled run (host/engine.h CheckLane): its receiver may have
 // finished that call, so one from an earlier call is dropped.
 constexpr uint64_t kLateCheckSlotSignature = 0x6c6174656368656bull;
 constexpr bool isCheckSlot(uint64_t signature) {

@@ -52,15 +52,26 @@ CallKind kindOf(const Task& t) {
   return CallKind::AllReduce;
 }
 
-// Whether a group's data checks it (host/engine.h CheckLane::onStall): with a count, each of these
-// makes every rank receive data that depends on every rank's input, so a rank that differs is
-// refused by some receiver's slot signature, or no rank finishes.
+// Whether a group's data checks it: with a count, each of these makes every rank receive data
+// that depends on every rank's input, so a rank that differs is refused by some receiver's slot
+// signature, or no rank finishes.
 bool dataChecks(std::span<const CallDesc> colls) {
   return std::all_of(colls.begin(), colls.end(), [](const CallDesc& d) {
     const auto k = static_cast<CallKind>(d.kind);
     return d.count > 0 && (k == CallKind::AllReduce || k == CallKind::AllGather || k == CallKind::ReduceScatter ||
                            k == CallKind::AlltoAll);
   });
+}
+
+// Whether the check message from rank `from` to rank `to` goes late (host/engine.h CheckLane):
+// both ends decide alike. Only on communicators across hosts, where it saves a network message
+// per call, and never into the FIFO of a rank of the same process: that one is the receiver's
+// memory, which it frees when it destroys its communicator, possibly before a late message
+// comes (another process's FIFO stays mapped in the sender; a UCX peer that is gone drops it).
+bool lateEdge(const ncclComm* comm, int from, int to, bool byData) {
+  const PeerInfo& a = comm->peers[size_t(from)];
+  const PeerInfo& b = comm->peers[size_t(to)];
+  return byData && comm->net != nullptr && (a.pid != b.pid || a.machineHash != b.machineHash);
 }
 
 bool rootedKind(CallKind k) {
@@ -139,11 +150,13 @@ void CallCheck::add(ncclComm* comm, std::span<const CallDesc> descs, std::vector
   l.ride.mine = &l.mine;
   l.ride.theirs = &l.theirs;
   l.ride.bytes = sizeof(CheckMessage);
-  l.ride.onStall = dataChecks(colls);
-  if (l.ride.onStall) comm->checksByData.fetch_add(1, std::memory_order_relaxed);
+  const bool byData = dataChecks(colls);
+  l.ride.lateToSucc = lateEdge(comm, comm->rank, l.ride.succ, byData);
+  l.ride.lateFromPred = lateEdge(comm, l.prev, comm->rank, byData);
+  if (l.ride.lateToSucc) comm->checksByData.fetch_add(1, std::memory_order_relaxed);
   for (host::LaneProgram& p : *programs)
-    if (!l.ride.rides && !l.ride.onStall && p.comm == comm && p.channel == kCheckChannel && !p.steps.empty() && p.carries == nullptr &&
-        p.steps.front().second->sendPeer == l.ride.succ && p.steps.front().second->recvPeer < 0) {
+    if (!l.ride.rides && !l.ride.lateToSucc && p.comm == comm && p.channel == kCheckChannel && !p.steps.empty() &&
+        p.carries == nullptr && p.steps.front().second->sendPeer == l.ride.succ && p.steps.front().second->recvPeer < 0) {
       p.carries = &l.ride;
       l.ride.rides = true;
     }

@@ -11,11 +11,11 @@
 // Host memory: always, as a lane of its own beside the data lanes (no extra hop in series; the
 // call cannot return before the check is done), on channel 0 with the data, its message in a
 // slot of its own or riding in the header of the group's first data slot where that goes to
-// the successor first (host/engine.h CheckLane). Where the group's data checks it (all-reduce,
-// all-gather, reduce-scatter, all-to-all with a count: every rank receives data that depends on
-// every rank's, each slot signed with its call), the message goes only if the run stalls, so a
-// mismatch whose data never flows is still named (host/engine.h CheckLane::onStall); across
-// hosts that saves a network message per call and host. Device memory: with BRAID_CHECK_CALLS=1, on
+// the successor first (host/engine.h CheckLane). Across hosts, where the group's data checks it
+// (all-reduce, all-gather, reduce-scatter, all-to-all with a count: every rank receives data that
+// depends on every rank's, each slot signed with its call), the message goes only if the run
+// stalls, so that a mismatch whose data never flows is still named (a late edge, CheckLane):
+// that saves a network message per call and host. Device memory: with BRAID_CHECK_CALLS=1, on
 // the host before the kernels are enqueued (the enqueue then waits for the other ranks).
 // Send/recv are not ring-checked (ranks legitimately differ); the receiver checks every slot.
 #pragma once

@@ -25,7 +25,7 @@ using Clock = std::chrono::steady_clock;
 
 // How long a lane blocked only on live peers keeps waiting after another rank's death.
 constexpr double kLiveWaitAfterDeathSeconds = 1.0;
-// How long a run makes no progress before its late call check messages go (CheckLane::onStall):
+// How long a run makes no progress before its late call check messages go (CheckLane):
 // far above a small call's time (tens of us), far below a hang report's. BRAID_CHECK_LATE_US
 // (tests: 0 sends them in nearly every call).
 std::chrono::microseconds lateCheckAfter() {
@@ -39,14 +39,19 @@ struct LaneState {
   uint64_t done = 0;   // elements of the current step already processed
   bool finished = false;
   bool carried = false;  // its first slot went, with the call check's message if it carries one
+  bool compared = false;  // a check lane: the predecessor's message arrived and was compared
 };
 
 static_assert(sizeof(CallDesc) <= kSlotCheckBytes, "a data slot's header carries its sender's call");
 
-// Whether the run waits for this lane: every lane but a check whose group's data checks it.
-bool holdsRun(const LaneState& st) { return st.program->check == nullptr || !st.program->check->onStall; }
+// Whether the run waits for this lane: a data lane, or a check lane with a message to send or
+// to take on an edge that is not late.
+bool holdsRun(const LaneState& st) {
+  const CheckLane* ck = st.program->check;
+  return ck == nullptr || (!ck->lateToSucc && st.step == 0) || (!ck->lateFromPred && !ck->arrived);
+}
 
-// A late message of an earlier call (CheckLane::onStall): its call ended here without it.
+// A late message of an earlier call (CheckLane): its call ended here without it.
 bool staleFor(const CheckLane& ck, const SlotHeader& h) {
   return h.signature == kLateCheckSlotSignature && h.checkSeq < ck.seq;
 }
@@ -65,29 +70,29 @@ void takeCheck(const std::vector<LaneProgram*>& checkLanes, const ncclComm* comm
   }
 }
 
-// The call check's lane: its message in a slot of its own unless it rides on a data slot (an
-// onStall lane's only once the run has `stalled`), then the predecessor's, from the head of its
-// FIFO (a slot of its own is taken; a data slot it rides on stays for the data lane). Done when
-// both are. Returns what moved.
-int advanceCheck(LaneState& st, bool stalled) {
+// The call check's lane: its message in a slot of its own unless it rides on a data slot (on a
+// late edge only once the run has `stalled`), then the predecessor's, from the head of its
+// FIFO (a slot of its own is taken; a data slot it rides on stays for the data lane), compared
+// as soon as it is there. Done when both are. Returns what moved.
+int advanceCheck(LaneState& st, bool stalled, ncclResult_t* error) {
   LaneProgram& prog = *st.program;
   CheckLane& ck = *prog.check;
   ncclComm* comm = prog.comm;
   int moved = 0;
-  if (st.step == 0 && (!ck.onStall || stalled)) {
+  if (st.step == 0 && (!ck.lateToSucc || stalled)) {
     if (!ck.rides) {
       HostConnection* sc = comm->host->sendConn(prog.channel, ck.succ);
       FifoControl* sctl = FifoLayout::control(sc->base);
       if (sc->posted - sctl->head.load(std::memory_order_acquire) >= kFifoSlots) return 0;
       SlotHeader& h = sctl->headers[sc->posted % kFifoSlots];
       h.bytes = 0;
-      h.signature = ck.onStall ? kLateCheckSlotSignature : kCheckSlotSignature;
+      h.signature = ck.lateToSucc ? kLateCheckSlotSignature : kCheckSlotSignature;
       h.credit = 0;
       h.checkSeq = ck.seq;
       std::memcpy(h.check, ck.mine, ck.bytes);
       sctl->tail.store(++sc->posted, std::memory_order_release);
     }
-    (ck.rides ? comm->checksRode : ck.onStall ? comm->checksLate : comm->checksAlone).fetch_add(1, std::memory_order_relaxed);
+    (ck.rides ? comm->checksRode : ck.lateToSucc ? comm->checksLate : comm->checksAlone).fetch_add(1, std::memory_order_relaxed);
     st.step = 1;
     ++moved;
   }
@@ -96,7 +101,7 @@ int advanceCheck(LaneState& st, bool stalled) {
   while (!ck.arrived && rctl->tail.load(std::memory_order_acquire) > rc->consumed) {
     const SlotHeader& h = rctl->headers[rc->consumed % kFifoSlots];
     if (h.checkSeq == 0) break;  // data without a message: a data lane's, or a mismatch that it names
-    if (ck.onStall && h.checkSeq > ck.seq) break;  // the predecessor has finished this call: its next one's
+    if (ck.lateFromPred && h.checkSeq > ck.seq) break;  // the predecessor has finished this call: its next one's
     if (!staleFor(ck, h)) {
       std::memcpy(ck.theirs, h.check, ck.bytes);
       ck.arrived = true;
@@ -104,6 +109,10 @@ int advanceCheck(LaneState& st, bool stalled) {
     if (!isCheckSlot(h.signature)) break;  // a data slot it rides on stays for the data lane
     rctl->head.store(++rc->consumed, std::memory_order_release);
     ++moved;
+  }
+  if (ck.arrived && !std::exchange(st.compared, true) && prog.onFinish) {
+    *error = prog.onFinish();
+    if (*error != ncclSuccess) return moved;
   }
   if (st.step == 0 || !ck.arrived) return moved;
   st.step = prog.steps.size();
@@ -154,7 +163,7 @@ std::string describeWait(const LaneState& st) {
 // slices done; sets *error on a mismatch.
 int advance(LaneState& st, const std::vector<LaneProgram*>& checkLanes, bool stalled, ncclResult_t* error) {
   LaneProgram& prog = *st.program;
-  if (prog.check != nullptr) return advanceCheck(st, stalled);
+  if (prog.check != nullptr) return advanceCheck(st, stalled, error);
   ncclComm* comm = prog.comm;
   int slices = 0;
   while (st.step < prog.steps.size() && slices < 4) {
@@ -348,7 +357,7 @@ ncclResult_t runPrograms(std::vector<LaneProgram>& programs) {
       if (error != ncclSuccess) return error;
       if (moved) st.program->comm->calls.noteProgress();
       progress += moved;
-      if (st.finished && st.program->onFinish) BRAID_CHECK(st.program->onFinish());
+      if (st.finished && st.program->onFinish && st.program->check == nullptr) BRAID_CHECK(st.program->onFinish());
       if (!st.finished && holdsRun(st)) allDone = false;
     }
     bool netMoved = false;

@@ -35,11 +35,12 @@ struct OpContext {
 // network message fewer. The predecessor's is taken from the head of its FIFO, or by a data
 // lane that reaches it first.
 //
-// `onStall`: the group's data checks it (every rank receives data that depends on every rank's
-// input, and every slot's signature names its call: a mismatch is refused by a receiver or
-// stalls). The message then goes only once the run has made no progress for 1 ms
-// (a mismatch whose data never flows), in a slot marked late, and the lane never holds the
-// run: ranks that finish never read it, so a receiver drops a late message of an earlier call.
+// A late edge (api/call_check.cc lateEdge): the group's data checks it (every rank receives data
+// that depends on every rank's input, and every slot's signature names its call: a mismatch is
+// refused by a receiver or stalls), so the message on that edge goes only once the sender's run
+// has made no progress for 1 ms (a mismatch whose data never flows), in a slot marked late, and
+// the receiver's run does not wait for it: a rank that finishes never reads it, so a receiver
+// drops a late message of an earlier call.
 struct CheckLane {
   int pred = -1, succ = -1;
   uint64_t seq = 0;      // the group's first collective (SlotHeader::checkSeq)
@@ -47,7 +48,7 @@ struct CheckLane {
   void* theirs = nullptr;
   size_t bytes = 0;      // at most kSlotCheckBytes
   bool rides = false;    // this rank's message rides on the first slot of the lane that `carries` it
-  bool onStall = false;  // see above
+  bool lateToSucc = false, lateFromPred = false;  // late edges, see above
   bool arrived = false;  // `theirs` holds the predecessor's message
 };
 
@@ -56,8 +57,9 @@ struct LaneProgram {
   ncclComm* comm = nullptr;
   int channel = 0;
   std::vector<std::pair<const OpContext*, const algo::Step*>> steps;
-  // Runs when the lane's last step is done; an error ends the whole run at once (the call
-  // check: a mismatch must not wait for data lanes that may never finish).
+  // Runs when the lane's last step is done, on a check lane when the predecessor's message has
+  // arrived; an error ends the whole run at once (a mismatch must not wait for data lanes that
+  // may never finish).
   std::function<ncclResult_t()> onFinish;
   CheckLane* check = nullptr;          // on the call check's lane
   const CheckLane* carries = nullptr;  // on the data lane whose first slot carries that check's message
