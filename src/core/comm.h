@@ -78,6 +78,9 @@ struct ncclComm {
   std::mutex failureMutex;
   std::string failureText;
   bool failureIsCause = false;
+  // The collective in which another rank found a mismatch (its news, core/liveness.h); 0: none.
+  // A rank still in an earlier call may finish it: the others finished it before they met.
+  std::atomic<uint64_t> mismatchSeq{0};
   std::unique_ptr<braid::Liveness> liveness;  // which peers are alive; hang reports
   braid::CallState calls;                     // numbered calls: started, completed, waiting for
 

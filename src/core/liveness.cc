@@ -368,6 +368,7 @@ void Liveness::handleNotice(int from, const Notice& n) {
                          ": the ranks issued mismatched collectives. Fix: call the same collectives with the same "
                          "count, type, op and root, in the same order, on every rank.";
       BRAID_WARN("rank %d: %s", rank_, text.c_str());
+      comm_->mismatchSeq.store(std::max(n.mine.seq, n.theirs.seq));
       markCommFailed(comm_, ncclInvalidUsage, text.c_str());
       sendToAll(n, from);
       break;

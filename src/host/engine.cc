@@ -58,16 +58,18 @@ bool staleFor(const CheckLane& ck, const SlotHeader& h) {
 
 // A slot from `from` on `channel` that carries the call check's message: it is the
 // predecessor's message for that communicator's check lane (in call order: a rank's messages
-// and data travel on one FIFO).
-void takeCheck(const std::vector<LaneProgram*>& checkLanes, const ncclComm* comm, int channel, int from,
+// and data travel on one FIFO). True when a check lane took it now.
+bool takeCheck(const std::vector<LaneProgram*>& checkLanes, const ncclComm* comm, int channel, int from,
                const SlotHeader& h) {
+  bool taken = false;
   for (LaneProgram* p : checkLanes) {
     CheckLane& ck = *p->check;
     if (p->comm == comm && p->channel == channel && ck.pred == from && !ck.arrived && !staleFor(ck, h)) {
       std::memcpy(ck.theirs, h.check, ck.bytes);
-      ck.arrived = true;
+      ck.arrived = taken = true;
     }
   }
+  return taken;
 }
 
 // The call check's lane: its message in a slot of its own unless it rides on a data slot (on a
@@ -186,13 +188,15 @@ int advance(LaneState& st, const std::vector<LaneProgram*>& checkLanes, bool sta
     const char* recvPtr = nullptr;
     if (rctl) {
       const SlotHeader& h = rctl->headers[rc->consumed % kFifoSlots];
-      if (h.checkSeq != 0) takeCheck(checkLanes, comm, prog.channel, s.recvPeer, h);
+      const bool took = h.checkSeq != 0 && takeCheck(checkLanes, comm, prog.channel, s.recvPeer, h);
       if (isCheckSlot(h.signature) && h.checkSeq != 0) {  // a check message of its own: the check lane's
         rctl->head.store(++rc->consumed, std::memory_order_release);
         ++slices;
         continue;
       }
-      if (h.bytes != bytes || h.signature != ctx.signature) {
+      const bool mismatch = h.bytes != bytes || h.signature != ctx.signature;
+      if (mismatch && took) break;  // the check lane compares the message it carried first: it names both calls
+      if (mismatch) {
         // The sender's call rides in the header where no check message does (below).
         CallDesc theirs;
         if (h.checkSeq == 0) std::memcpy(&theirs, h.check, sizeof(theirs));
@@ -300,9 +304,13 @@ ncclResult_t stallVerdict(const LaneState& st, bool* departureSeen, double stall
     ncclResult_t rc = comm->asyncError.load();
     // A rank died, but not one this lane waits for: the live peers it waits for may still
     // complete the call (the dead rank may have sent all they need before it died), so it
-    // fails only once it has made no progress for a while. A mismatch or an abort: at once.
+    // fails only once it has made no progress for a while. So does a mismatch that others met in
+    // a later call: they finished this one, so its data is on its way. A mismatch in this call
+    // or an abort: at once.
     const bool death = rc == ncclRemoteError || rc == ncclSuccess || rc == ncclInProgress;
-    if (death && lostPeer < 0 && stalledSeconds < kLiveWaitAfterDeathSeconds && !comm->abortFlag.load())
+    const bool laterMismatch = rc == ncclInvalidUsage && ctx->desc.seq != 0 && comm->mismatchSeq.load() > ctx->desc.seq;
+    if ((death || laterMismatch) && lostPeer < 0 && stalledSeconds < kLiveWaitAfterDeathSeconds &&
+        !comm->abortFlag.load())
       return ncclSuccess;
     return fail(rc == ncclSuccess || rc == ncclInProgress ? ncclRemoteError : rc, "%s (rank %d): %s", ctx->caller,
                 comm->rank, commFailureText(comm).c_str());
