@@ -5,10 +5,12 @@
 //     value, spins until every epoch has caught up and sums the N values (an 8-byte all-reduce).
 //     The epochs live in memory, so the launch never changes: timed as plain launches, then as a
 //     CUDA graph of 20 calls. `gpu`: gpu-scope fences instead of system-scope ones.
-//   gpu_floor_probe leader N [CALLS]             (MPS off; default 2000 calls)
+//   gpu_floor_probe leader N [CALLS] [3]         (MPS off; default 2000 calls)
 //     process 0 waits (cuStreamWaitValue32) for every member's ready flag, runs one kernel summing
 //     the N values into every output, writes every member's done flag; the members only write
 //     ready and wait for done: no kernel, no copy, so no context switch to a member's context.
+//     `3`: each member writes a second word before it waits (what one more stream operation
+//     in a member's context costs).
 // The parent forks N-1 children before CUDA starts; the shared words are its cudaMalloc, reached
 // by CUDA IPC; pipes carry the handle, the start barriers and the results. Bounded: spinning
 // kernels give up after ~20 s of clock, hosts wait at most 20 s for a stream, and a watchdog ends
@@ -224,7 +226,7 @@ Result rendezvous(const Link& l, void* buf, cudaStream_t s, int calls, bool sys)
   return r;  // the graph lives until the process _Exits
 }
 
-Result leader(const Link& l, void* buf, cudaStream_t s, int calls) {
+Result leader(const Link& l, void* buf, cudaStream_t s, int calls, bool thirdOp) {
   const int n = l.n, me = l.me;
   auto lines = static_cast<LLine*>(buf);
   const CUstream cs = reinterpret_cast<CUstream>(s);
@@ -239,6 +241,7 @@ Result leader(const Link& l, void* buf, cudaStream_t s, int calls) {
       for (int m = 1; m < n; ++m) CU(writeValue32(cs, at(kDone + m), i, CU_STREAM_WRITE_VALUE_DEFAULT));
     } else {
       CU(writeValue32(cs, at(kReady + me), i, CU_STREAM_WRITE_VALUE_DEFAULT));
+      if (thirdOp) CU(writeValue32(cs, reinterpret_cast<CUdeviceptr>(&lines[kReady + me].bad), i, CU_STREAM_WRITE_VALUE_DEFAULT));
       CU(waitValue32(cs, at(kDone + me), i, CU_STREAM_WAIT_VALUE_GEQ));
     }
   };
@@ -265,7 +268,7 @@ Result leader(const Link& l, void* buf, cudaStream_t s, int calls) {
 }
 
 // One process's part: the shared buffer (made by rank 0, opened by the others), its mode, its line.
-Result runRank(const Link& l, bool leaderMode, int calls, bool sys) {
+Result runRank(const Link& l, bool leaderMode, int calls, bool sys, bool thirdOp) {
   CK(cudaSetDevice(0));
   if (leaderMode)
     writeValue32 = driverCall("cuStreamWriteValue32"), waitValue32 = driverCall("cuStreamWaitValue32");
@@ -284,7 +287,7 @@ Result runRank(const Link& l, bool leaderMode, int calls, bool sys) {
   }
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  const Result r = leaderMode ? leader(l, buf, s, calls) : rendezvous(l, buf, s, calls, sys);
+  const Result r = leaderMode ? leader(l, buf, s, calls, thirdOp) : rendezvous(l, buf, s, calls, sys);
   if (r.drainedUs < 0) std::printf("FAIL rank %d: did not finish (a peer gone, or a stream stuck)\n", l.me);
   else if (leaderMode)
     std::printf("rank %d (%s): host %.3f us a call; %.3f us a call until drained%s\n", l.me, l.me ? "member" : "leader",
@@ -303,8 +306,9 @@ int main(int argc, char** argv) {
   const int n = argc > 2 ? std::atoi(argv[2]) : 0;
   const int calls = argc > 3 ? std::atoi(argv[3]) : (leaderMode ? 2000 : 20000);
   const bool sys = !(argc > 4 && std::strcmp(argv[4], "gpu") == 0);
+  const bool thirdOp = leaderMode && argc > 4 && std::strcmp(argv[4], "3") == 0;
   if (argc < 3 || (!leaderMode && std::strcmp(argv[1], "rendezvous") != 0) || n < 2 || n > 8 || calls < 20) {
-    std::fprintf(stderr, "usage: gpu_floor_probe rendezvous N [CALLS >= 20] [gpu] | leader N [CALLS]   (N in 2..8)\n");
+    std::fprintf(stderr, "usage: gpu_floor_probe rendezvous N [CALLS >= 20] [gpu] | leader N [CALLS] [3]   (N in 2..8)\n");
     return 2;
   }
   const int watchdogSeconds = 60 + calls / 1000;  // a normal run takes seconds
@@ -325,7 +329,7 @@ int main(int argc, char** argv) {
       mine.down[c] = d[0], mine.up[c] = u[1];
       if (braid::gputest::gpuCount() == 0) std::_Exit(0);  // the parent reports the skip
       watchdog(c, watchdogSeconds);
-      const Result r = runRank(mine, leaderMode, calls, sys);
+      const Result r = runRank(mine, leaderMode, calls, sys, thirdOp);
       const bool sent = writeAll(mine.up[c], &r, sizeof(r));
       std::fflush(stdout);
       std::_Exit(sent && r.ok ? 0 : 1);  // no CUDA teardown: a failed stream may still wait
@@ -358,10 +362,11 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
   std::printf("# floor probe: %s, N=%d processes on GPU 0 (%s), MPS %s, %d calls%s\n", leaderMode ? "leader" : "rendezvous", n,
-              prop.name, mps ? "running" : "off", calls, leaderMode ? "" : sys ? ", system-scope fences" : ", gpu-scope fences");
+              prop.name, mps ? "running" : "off", calls,
+              leaderMode ? (thirdOp ? ", 3 stream operations a member" : "") : sys ? ", system-scope fences" : ", gpu-scope fences");
   if (leaderMode == mps)
     std::printf("# note: the %s mode is meant for MPS %s\n", leaderMode ? "leader" : "rendezvous", leaderMode ? "off" : "on");
-  const Result mine = runRank(l, leaderMode, calls, sys);
+  const Result mine = runRank(l, leaderMode, calls, sys, thirdOp);
   for (int c = 1; c < n; ++c) close(l.down[c]), l.down[c] = -1;  // a child still in a barrier sees EOF
   bool ok = mine.ok;
   double worst = mine.drainedUs, worstGraph = mine.graphUs;
