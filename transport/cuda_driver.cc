@@ -9,6 +9,7 @@ namespace {
 
 using WaitValue32 = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 using WriteValue32 = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+using WriteValue64 = CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
 using GetAddressRange = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
 using PointerGetAttribute = CUresult (*)(void*, CUpointer_attribute, CUdeviceptr);
 
@@ -16,6 +17,7 @@ struct Driver {
   cudaError_t status = cudaErrorNotSupported;
   WaitValue32 waitValue32 = nullptr;
   WriteValue32 writeValue32 = nullptr;
+  WriteValue64 writeValue64 = nullptr;  // optional
   GetAddressRange getAddressRange = nullptr;
   PointerGetAttribute pointerGetAttribute = nullptr;
 };
@@ -41,6 +43,10 @@ const Driver& driver() {
     if (e == cudaSuccess) e = find("cuPointerGetAttribute", &d.pointerGetAttribute);
     if (e != cudaSuccess) (void)cudaGetLastError();
     d.status = e;
+    if (e == cudaSuccess && find("cuStreamWriteValue64", &d.writeValue64) != cudaSuccess) {
+      (void)cudaGetLastError();
+      d.writeValue64 = nullptr;
+    }
   });
   return d;
 }
@@ -61,6 +67,14 @@ cudaError_t streamWrite(cudaStream_t stream, uint32_t* word, uint32_t value) {
   const Driver& d = driver();
   if (d.status != cudaSuccess) return d.status;
   return fromDriver(d.writeValue32(reinterpret_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(word), value,
+                                   CU_STREAM_WRITE_VALUE_DEFAULT));
+}
+
+cudaError_t streamWrite64(cudaStream_t stream, uint64_t* word, uint64_t value) {
+  const Driver& d = driver();
+  if (d.status != cudaSuccess) return d.status;
+  if (d.writeValue64 == nullptr) return cudaErrorNotSupported;
+  return fromDriver(d.writeValue64(reinterpret_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(word), value,
                                    CU_STREAM_WRITE_VALUE_DEFAULT));
 }
 

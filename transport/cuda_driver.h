@@ -14,6 +14,8 @@ namespace braid::transport {
 cudaError_t streamWaitAtLeast(cudaStream_t stream, const uint32_t* word, uint32_t value);
 // The stream writes `value` to `word` once its earlier work is done and visible.
 cudaError_t streamWrite(cudaStream_t stream, uint32_t* word, uint32_t value);
+// The same for an 8-byte aligned 64-bit word; cudaErrorNotSupported where the driver has none.
+cudaError_t streamWrite64(cudaStream_t stream, uint64_t* word, uint64_t value);
 
 // The allocation that holds device pointer `p`: its base and size (cuMemGetAddressRange) and
 // its process-wide unique id (CU_POINTER_ATTRIBUTE_BUFFER_ID), which changes when a range is

@@ -10,6 +10,7 @@
 // which is what "one host" means for braid's tests too). Frames are a 32-bit length, then bytes.
 #pragma once
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -24,6 +25,13 @@ namespace braid::transport {
 // cyclically (streamWaitAtLeast), so they may wrap.
 struct ServedWords {
   alignas(64) uint32_t ready;  // the served rank's stream: its inputs for post `ready` are ready
+  // The served rank's stream, with `ready` (one 64-bit write where the driver has it: a stream
+  // operation in a served rank's context costs a context switch without MPS): the last
+  // collective number its posts so far hold (mod 2^32). The leader's stream waits on it before
+  // the leader's own kernels of a collective (ServedLeader::gate), so that no leader kernel spins
+  // while this rank's context has yet to run its `ready` write: the GPU would switch to that
+  // context only after a time slice (~1-2 ms) without MPS.
+  uint32_t readyColl;
   alignas(64) uint32_t done;   // the leader's stream: post `done`'s outputs are written
   alignas(64) uint32_t abort;  // nonzero: the kernels run for this rank return at once
   uint32_t error;              // what those kernels reported (kernels::DeviceError), or a leader's failure
@@ -31,13 +39,9 @@ struct ServedWords {
   // (or `ready`) from the host, and a stream may still write an older value after it; so the
   // leader, once its stream for this rank has drained, writes done = posted again.
   alignas(64) uint32_t posted;
-  // The served rank's stream, right after `ready`: the last collective number its posts so far
-  // hold (mod 2^32). The leader's stream waits on it before the leader's own kernels of a
-  // collective (ServedLeader::gate), so that no leader kernel spins while this rank's context
-  // has yet to run its `ready` write: the GPU would switch to that context only after a time
-  // slice (~1-2 ms) without MPS.
-  alignas(64) uint32_t readyColl;
 };
+static_assert(offsetof(ServedWords, readyColl) == offsetof(ServedWords, ready) + 4 && offsetof(ServedWords, ready) % 8 == 0,
+              "ready and readyColl form one 64-bit word, low half first");
 
 class ServedPage {
  public:

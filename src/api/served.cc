@@ -305,8 +305,14 @@ ncclResult_t ServedMember::post(const kernels::Launch& L, const std::vector<Serv
   lastColl_ = collSeq;
   lastCollWord_.store(uint32_t(collSeq));
   transport::ServedWords* words = page_->device();
-  cudaError_t e = transport::streamWrite(L.stream, &words->ready, seq);
-  if (e == cudaSuccess && collSeq > 0) e = transport::streamWrite(L.stream, &words->readyColl, uint32_t(collSeq));
+  // ready and readyColl in one stream operation where the driver can (transport/served_link.h):
+  // each costs a context switch without MPS (4 processes, 8 B: 56-62 -> 49-52 us, perf/NOTES.md).
+  cudaError_t e = transport::streamWrite64(L.stream, reinterpret_cast<uint64_t*>(&words->ready),
+                                           uint64_t(uint32_t(collSeq)) << 32 | seq);
+  if (e == cudaErrorNotSupported) {
+    e = transport::streamWrite(L.stream, &words->ready, seq);
+    if (e == cudaSuccess && collSeq > 0) e = transport::streamWrite(L.stream, &words->readyColl, uint32_t(collSeq));
+  }
   if (e == cudaSuccess) e = transport::streamWaitAtLeast(L.stream, &words->done, seq);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
