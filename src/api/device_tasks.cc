@@ -82,9 +82,14 @@ struct CommLaunch {
   std::optional<LaunchReplay::Key> replayKey;  // set where the launch may be kept for replays
 };
 
-// The numbered calls of a launch end when its work on the stream does (tracked by an event),
-// at once when it was captured into a graph (replays are not calls), or when it failed.
+// The numbered calls of a launch end when its work on the stream does (tracked by an event;
+// a served rank's by its `done` word, no operation in its stream), at once when it was captured
+// into a graph (replays are not calls), or when it failed.
 void trackCalls(CommLaunch& cl, bool launched) {
+  if (const ServedMember* served = cl.res != nullptr ? cl.res->served() : nullptr; launched && served != nullptr) {
+    cl.comm->calls.enqueued(served->doneWord(), served->lastPost());  // graph capture is refused there
+    return;
+  }
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   if (launched && cudaStreamIsCapturing(cl.launch.stream, &capture) != cudaSuccess) {
     (void)cudaGetLastError();

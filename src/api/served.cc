@@ -197,7 +197,9 @@ ncclResult_t ServedMember::connect(ncclComm* comm, std::unique_ptr<ServedMember>
   const int leader = plan.leaderOf[size_t(comm->rank)];
   const Deadline deadline = deadlineIn(env::initTimeoutSeconds());
   BRAID_CHECK(transport::connectServed(comm->rank, plan.socketName, deadline, &comm->abortFlag, &m->fd_));
-  BRAID_CHECK(transport::ServedPage::create(comm->rank, &m->page_));
+  std::unique_ptr<transport::ServedPage> page;
+  BRAID_CHECK(transport::ServedPage::create(comm->rank, &page));
+  m->page_ = std::move(page);
   HelloFrame h{};
   h.magic = kMagic;
   h.kind = kHello;

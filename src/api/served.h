@@ -133,13 +133,17 @@ class ServedMember {
   void close();
 
   volatile uint32_t* abortWord() const { return &page_->host()->abort; }
+  // The word the leader's stream writes when a post's outputs are written, and the last post:
+  // when it reaches that, this rank's device calls so far are complete (CallState::enqueued).
+  std::shared_ptr<const volatile uint32_t> doneWord() const { return {page_, &page_->host()->done}; }
+  uint32_t lastPost() const { return posted_.load(); }
   volatile uint32_t* errorWord() const { return &page_->host()->error; }
 
  private:
   ServedMember() = default;
   ncclComm* comm_ = nullptr;
   int fd_ = -1;
-  std::unique_ptr<transport::ServedPage> page_;
+  std::shared_ptr<transport::ServedPage> page_;  // shared with the record of calls in flight
   std::mutex mutex_;
   std::atomic<uint32_t> posted_{0};
   // So far (under mutex_): the last collective number, and the send/recv ops with each rank.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 #include "core/cuda_scope.h"
 #include "core/numeric.h"
@@ -62,6 +63,7 @@ CallState::CallState() { std::fill(std::begin(waitingFor_), std::end(waitingFor_
 
 CallState::~CallState() {
   for (Pending& p : pending_) {
+    if (p.event == nullptr) continue;
     DeviceScope scope(p.device);
     (void)cudaEventDestroy(p.event);
   }
@@ -100,7 +102,7 @@ bool CallState::enqueued(cudaStream_t stream) {
     (void)cudaGetLastError();
     return false;
   }
-  if (pending_.size() >= kMaxPendingDeviceCalls) {
+  if (pending_.size() >= kMaxPendingDeviceCalls && pending_.back().event != nullptr) {
     Pending& newest = pending_.back();
     newest.lastSeq = started_;
     if (cudaEventRecord(newest.event, stream) == cudaSuccess) return true;
@@ -120,8 +122,30 @@ bool CallState::enqueued(cudaStream_t stream) {
     spareEvents_.push_back(ev);
     return false;
   }
-  pending_.push_back({started_, current_, ev, device});
+  Pending p;
+  p.lastSeq = started_;
+  p.first = current_;
+  p.event = ev;
+  p.device = device;
+  pending_.push_back(std::move(p));
   return true;
+}
+
+void CallState::enqueued(std::shared_ptr<const volatile uint32_t> doneWord, uint32_t doneValue) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  inHostCall_ = false;
+  moves_.fetch_add(1, std::memory_order_relaxed);
+  if (pending_.size() >= kMaxPendingDeviceCalls && pending_.back().doneWord == doneWord) {
+    pending_.back().lastSeq = started_;
+    pending_.back().doneValue = doneValue;
+    return;
+  }
+  Pending p;
+  p.lastSeq = started_;
+  p.first = current_;
+  p.doneWord = std::move(doneWord);
+  p.doneValue = doneValue;
+  pending_.push_back(std::move(p));
 }
 
 void CallState::setWaitingFor(const int* ranks, int n) {
@@ -134,15 +158,19 @@ void CallState::setWaitingFor(const int* ranks, int n) {
 void CallState::pollEventsLocked() {
   while (!pending_.empty()) {
     Pending& p = pending_.front();
-    DeviceScope scope(p.device);
-    cudaError_t e = cudaEventQuery(p.event);
-    if (e == cudaErrorNotReady) {
-      (void)cudaGetLastError();
-      break;
+    if (p.doneWord != nullptr) {
+      if (int32_t(*p.doneWord - p.doneValue) < 0) break;
+    } else {
+      DeviceScope scope(p.device);
+      cudaError_t e = cudaEventQuery(p.event);
+      if (e == cudaErrorNotReady) {
+        (void)cudaGetLastError();
+        break;
+      }
+      (void)cudaGetLastError();  // an error: the call will not complete either; stop tracking it
+      spareEvents_.push_back(p.event);
     }
-    (void)cudaGetLastError();  // an error: the call will not complete either; stop tracking it
     last_ = p.first;
-    spareEvents_.push_back(p.event);
     uint64_t done = p.lastSeq;
     pending_.erase(pending_.begin());
     completed_ = std::max(completed_, done);

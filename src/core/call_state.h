@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -73,6 +74,11 @@ class CallState {
   // The calls begun last were enqueued on `stream`: they complete when an event recorded
   // there now fires. false when CUDA refused the event (the caller treats it as complete).
   bool enqueued(cudaStream_t stream);
+  // The same, complete when `*doneWord` reaches `doneValue` (compared cyclically): a word that
+  // another process's stream writes (a served rank, src/api/served.h), so that this rank's
+  // stream gets no event (without MPS each operation in its context costs a context switch).
+  // The word is shared: the calls' record keeps it mapped.
+  void enqueued(std::shared_ptr<const volatile uint32_t> doneWord, uint32_t doneValue);
   // The host engine moved data (cheap: a relaxed add), and what it waits for while stalled.
   void noteProgress() { progress_.fetch_add(1, std::memory_order_relaxed); }
   void setWaitingFor(const int* ranks, int n);
@@ -90,7 +96,9 @@ class CallState {
   struct Pending {
     uint64_t lastSeq = 0;
     CallDesc first;
-    cudaEvent_t event = nullptr;
+    cudaEvent_t event = nullptr;              // or, without one:
+    std::shared_ptr<const volatile uint32_t> doneWord;
+    uint32_t doneValue = 0;
     int device = -1;
   };
   void pollEventsLocked();

@@ -4,7 +4,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 
+#include "core/call_state.h"
 #include "core/peer_info.h"
 #include "core/socket.h"
 #include "core/unique_id.h"
@@ -72,4 +74,31 @@ TEST(HostIdentity, BraidHostIdChangesTheHostNotTheMachine) {
   EXPECT_NE(braid::hostHash(), host);
   EXPECT_EQ(braid::machineHash(), machine);
   unsetenv("BRAID_HOSTID");
+}
+
+// A served rank's device calls complete when the leader's stream writes its `done` word
+// (src/api/served.h): no event in its own stream. Counted cyclically, as the words wrap.
+TEST(CallStateDoneWord, CallsCompleteWhenTheWordReachesTheirPost) {
+  braid::CallState calls;
+  auto word = std::make_shared<uint32_t>(0xfffffffeu);
+  std::shared_ptr<const volatile uint32_t> done(word, word.get());
+  braid::CallDesc descs[2];
+  calls.begin(&descs[0], 1);
+  calls.enqueued(done, 0xffffffffu);
+  calls.begin(&descs[1], 1);
+  calls.enqueued(done, 0u);  // the post numbers wrapped
+  braid::CallStatus s = calls.status(0);
+  EXPECT_EQ(s.inCall, 1u);
+  EXPECT_EQ(s.started, 2u);
+  EXPECT_EQ(s.completed, 0u);
+  *word = 0xffffffffu;  // the first post's outputs are written
+  s = calls.status(0);
+  EXPECT_EQ(s.completed, 1u);
+  EXPECT_EQ(s.current.seq, 2u);
+  EXPECT_FALSE(calls.idle());
+  *word = 0u;
+  s = calls.status(0);
+  EXPECT_EQ(s.inCall, 0u);
+  EXPECT_EQ(s.completed, 2u);
+  EXPECT_TRUE(calls.idle());
 }
