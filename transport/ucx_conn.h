@@ -132,6 +132,13 @@ inline bool posted(ucs_status_ptr_t r, Pending* p, ucs_status_t* error) {
   return true;
 }
 
+// Slot i carries a call check's message sent late (transport/host_fifo.h): its receiver may
+// have finished that call and closed its communicator, so failing to deliver it is no failure
+// of the connection.
+inline bool lateCheck(const NetFifo& f, int i) {
+  return f.headers != nullptr && f.headers[i].signature == kLateCheckSlotSignature;
+}
+
 // Slot i of `c` is about to leave: it carries what the engine consumed from that peer (the
 // reverse connection's head), which then needs no credit message up to there. True when that
 // was a credit not yet sent.

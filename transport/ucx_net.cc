@@ -307,14 +307,6 @@ bool UcxNetImpl::finished(Pending& p, ucs_status_t* status, ucp_tag_recv_info_t*
   return true;
 }
 
-// A call check's message sent late (transport/host_fifo.h): its receiver may have finished that
-// call and closed its communicator, so failing to deliver it is no failure of the connection.
-namespace {
-bool lateCheck(const NetFifo& f, int slot) {
-  return f.headers != nullptr && f.headers[slot].signature == kLateCheckSlotSignature;
-}
-}  // namespace
-
 bool UcxNetImpl::progressSend(SendConn& c) {
   if (c.failed || links_[c.peer].failed.load()) return false;
   const NetFifo& f = c.fifo;
@@ -364,11 +356,12 @@ bool UcxNetImpl::progressSend(SendConn& c) {
       describeMemory(f, c.memh, &p);
       r = api_->tagSendNbx(links_[c.peer].ep, f.slot(c.sent), messageBytes(f, i), tag, &p);
     }
-    if (!posted(r, &c.sends[i], &s) && lateCheck(f, i)) {  // its receiver may be gone: nothing is lost
+    const bool sent = posted(r, &c.sends[i], &s);
+    if (!sent && lateCheck(f, i)) {  // its receiver may be gone: nothing is lost
       ++c.sent;
       continue;
     }
-    if (!c.sends[i].posted) {
+    if (!sent) {
       failConn(c.peer, "sending", s);
       c.failed = true;
       return true;

@@ -69,9 +69,7 @@ bool dataChecks(std::span<const CallDesc> colls) {
 // memory, which it frees when it destroys its communicator, possibly before a late message
 // comes (another process's FIFO stays mapped in the sender; a UCX peer that is gone drops it).
 bool lateEdge(const ncclComm* comm, int from, int to, bool byData) {
-  const PeerInfo& a = comm->peers[size_t(from)];
-  const PeerInfo& b = comm->peers[size_t(to)];
-  return byData && comm->net != nullptr && (a.pid != b.pid || a.machineHash != b.machineHash);
+  return byData && comm->net != nullptr && comm->peers[size_t(from)].processHash != comm->peers[size_t(to)].processHash;
 }
 
 bool rootedKind(CallKind k) {
