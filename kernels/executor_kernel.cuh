@@ -290,6 +290,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1) executorKernel(const __grid_co
   __shared__ BlockShared sh;
   const unsigned char* blob = p.spilledWork != nullptr ? p.spilledWork : p.inlineWork;
   const DevLane lane = reinterpret_cast<const DevLane*>(blob + p.index.lanes)[blockIdx.x];
+  setLaneWords(lane.words == 0 ? DevRankWords{nullptr, nullptr}
+                                : reinterpret_cast<const DevRankWords*>(blob + p.index.words)[lane.words - 1]);
   LaneContext c;
   c.params = &p;
   c.op = reinterpret_cast<const DevOp*>(blob + p.index.ops)[lane.op];

@@ -175,6 +175,33 @@ ncclResult_t convertLanes(const Launch& w, const Tables& t, ConvertedLanes* c) {
   return ncclSuccess;
 }
 
+// Lays the tables out in one blob, each 16-byte aligned, steps last.
+void layoutKernel(ElemType type, const std::vector<DevLane>& lanes, const std::vector<DevOp>& ops,
+                  const std::vector<void*>& buffers, const std::vector<DevSendEnd>& sends,
+                  const std::vector<DevRecvEnd>& recvs, const std::vector<DevRankWords>& words,
+                  const std::vector<DevStep>& steps, PackedKernel* k) {
+  k->type = type;
+  k->nBlocks = unsigned(lanes.size());
+  std::vector<unsigned char>& blob = k->blob;
+  blob.clear();
+  blob.reserve(16 * 7 + lanes.size() * sizeof(DevLane) + ops.size() * sizeof(DevOp) + buffers.size() * sizeof(void*) +
+               sends.size() * sizeof(DevSendEnd) + recvs.size() * sizeof(DevRecvEnd) +
+               words.size() * sizeof(DevRankWords) + steps.size() * sizeof(DevStep));
+  k->index.lanes = appendTable(blob, lanes);
+  k->index.ops = appendTable(blob, ops);
+  k->index.buffers = appendTable(blob, buffers);
+  k->index.sends = appendTable(blob, sends);
+  k->index.recvs = appendTable(blob, recvs);
+  k->index.words = appendTable(blob, words);
+  k->index.steps = appendTable(blob, steps);
+  k->index.nLanes = uint32_t(lanes.size());
+  k->index.nOps = uint32_t(ops.size());
+  k->index.nSends = uint32_t(sends.size());
+  k->index.nRecvs = uint32_t(recvs.size());
+  k->index.nWords = uint32_t(words.size());
+  blob.resize((blob.size() + 15) & ~size_t(15));
+}
+
 // Packs the kernel for `laneIds` (lanes of ops of kernel type `type`).
 void packKernel(const Launch& w, const Tables& t, const ConvertedLanes& c, ElemType type,
                 const std::vector<int>& laneIds, std::vector<PackedKernel>* out) {
@@ -210,24 +237,7 @@ void packKernel(const Launch& w, const Tables& t, const ConvertedLanes& c, ElemT
     lanes.push_back(dl);
   }
   if (lanes.empty()) return;
-
-  PackedKernel& k = out->emplace_back();
-  k.type = type;
-  k.nBlocks = unsigned(lanes.size());
-  std::vector<unsigned char>& blob = k.blob;
-  blob.reserve(16 * 6 + lanes.size() * sizeof(DevLane) + ops.size() * sizeof(DevOp) + buffers.size() * sizeof(void*) +
-               t.sends.size() * sizeof(DevSendEnd) + t.recvs.size() * sizeof(DevRecvEnd) + steps.size() * sizeof(DevStep));
-  k.index.lanes = appendTable(blob, lanes);
-  k.index.ops = appendTable(blob, ops);
-  k.index.buffers = appendTable(blob, buffers);
-  k.index.sends = appendTable(blob, t.sends);
-  k.index.recvs = appendTable(blob, t.recvs);
-  k.index.steps = appendTable(blob, steps);
-  k.index.nLanes = uint32_t(lanes.size());
-  k.index.nOps = uint32_t(ops.size());
-  k.index.nSends = uint32_t(t.sends.size());
-  k.index.nRecvs = uint32_t(t.recvs.size());
-  blob.resize((blob.size() + 15) & ~size_t(15));
+  layoutKernel(type, lanes, ops, buffers, t.sends, t.recvs, {}, steps, &out->emplace_back());
 }
 
 }  // namespace
@@ -306,7 +316,85 @@ std::vector<uint32_t> pointerOffsets(const PackedKernel& k) {
     const size_t at = k.index.recvs + i * sizeof(DevRecvEnd);
     for (size_t f : {offsetof(DevRecvEnd, fifo), offsetof(DevRecvEnd, tail), offsetof(DevRecvEnd, head)}) note(at + f);
   }
+  for (uint32_t i = 0; i < k.index.nWords; ++i) {
+    const size_t at = k.index.words + i * sizeof(DevRankWords);
+    for (size_t f : {offsetof(DevRankWords, abortFlag), offsetof(DevRankWords, errorOut)}) note(at + f);
+  }
   return out;
+}
+
+namespace {
+
+// `n` rows of a table of `k` at byte offset `at`, or false when they do not lie inside the blob.
+template <typename Row>
+bool readTable(const PackedKernel& k, uint32_t at, uint64_t n, std::vector<Row>* rows) {
+  if (at > k.blob.size() || n > (k.blob.size() - at) / sizeof(Row)) return false;
+  rows->resize(size_t(n));
+  if (n > 0) std::memcpy(rows->data(), k.blob.data() + at, size_t(n) * sizeof(Row));
+  return true;
+}
+
+}  // namespace
+
+ncclResult_t mergeKernels(const std::vector<MergePart>& parts, PackedKernel* out) {
+  if (parts.empty()) return fail(ncclInvalidArgument, "executor: merging no kernels");
+  std::vector<DevLane> lanes;
+  std::vector<DevOp> ops;
+  std::vector<void*> buffers;
+  std::vector<DevSendEnd> sends;
+  std::vector<DevRecvEnd> recvs;
+  std::vector<DevRankWords> words;
+  std::vector<DevStep> steps;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const PackedKernel& k = *parts[i].kernel;
+    if (k.type != parts[0].kernel->type)
+      return fail(ncclInvalidArgument, "executor: merging kernels of element types %d and %d", int(parts[0].kernel->type), int(k.type));
+    std::vector<DevLane> l;
+    std::vector<DevOp> o;
+    std::vector<void*> b;
+    std::vector<DevSendEnd> se;
+    std::vector<DevRecvEnd> re;
+    std::vector<DevStep> st;
+    bool ok = readTable(k, k.index.lanes, k.index.nLanes, &l) && readTable(k, k.index.ops, k.index.nOps, &o) &&
+              readTable(k, k.index.sends, k.index.nSends, &se) && readTable(k, k.index.recvs, k.index.nRecvs, &re) &&
+              k.index.nWords == 0;
+    uint64_t nBuffers = 0, nSteps = 0;
+    for (const DevOp& op : o) nBuffers = std::max(nBuffers, uint64_t(op.firstBuffer) + op.nBuffers);
+    for (const DevLane& lane : l) {
+      nSteps = std::max(nSteps, uint64_t(lane.firstStep) + lane.nSteps);
+      ok = ok && lane.op < o.size() && lane.words == 0;
+    }
+    ok = ok && readTable(k, k.index.buffers, nBuffers, &b) && readTable(k, k.index.steps, nSteps, &st);
+    if (sends.size() + se.size() + recvs.size() + re.size() > 0x7fff)
+      return fail(ncclInvalidArgument, "executor: too many connections in a merged launch");
+    for (const DevStep& s : st)
+      ok = ok && s.sendConn < int16_t(se.size()) && s.recvConn < int16_t(re.size()) && s.sendConn >= kNoConn &&
+           s.recvConn >= kNoConn;
+    if (!ok) return fail(ncclInvalidArgument, "executor: part %zu of a merged launch is malformed (a table or an index outside its work)", i);
+    const uint32_t wordsIndex = parts[i].words.abortFlag != nullptr || parts[i].words.errorOut != nullptr
+                                    ? (words.push_back(parts[i].words), uint32_t(words.size()))
+                                    : 0;
+    for (DevLane lane : l) {
+      lane.firstStep += uint32_t(steps.size());
+      lane.op += uint32_t(ops.size());
+      lane.words = wordsIndex;
+      lanes.push_back(lane);
+    }
+    for (DevOp op : o) {
+      op.firstBuffer += uint32_t(buffers.size());
+      ops.push_back(op);
+    }
+    for (DevStep s : st) {
+      if (s.sendConn != kNoConn) s.sendConn = int16_t(s.sendConn + sends.size());
+      if (s.recvConn != kNoConn) s.recvConn = int16_t(s.recvConn + recvs.size());
+      steps.push_back(s);
+    }
+    buffers.insert(buffers.end(), b.begin(), b.end());
+    sends.insert(sends.end(), se.begin(), se.end());
+    recvs.insert(recvs.end(), re.begin(), re.end());
+  }
+  layoutKernel(parts[0].kernel->type, lanes, ops, buffers, sends, recvs, words, steps, out);
+  return ncclSuccess;
 }
 
 }  // namespace braid::kernels

@@ -37,4 +37,19 @@ ncclResult_t packLaunch(const Launch& w, PackedLaunch* out);
 // another's packed work (src/api/served.h) rewrites these into its own addresses.
 std::vector<uint32_t> pointerOffsets(const PackedKernel& k);
 
+// One part of a merged kernel: a packed kernel (with no words table of its own), and the abort
+// and error words its lanes take (both null: the merged launch's own, KernelParams).
+struct MergePart {
+  const PackedKernel* kernel = nullptr;
+  DevRankWords words{nullptr, nullptr};
+};
+
+// One kernel that runs every part's lanes, in order: the tables are concatenated, and each
+// lane's op, steps and words and each step's connections rebased. The leader of a GPU shared
+// by several processes launches its ranks' work so, once (src/api/served.h): every launch and
+// stream operation there costs a context switch. The parts must share one element type (and,
+// which the caller checks, protocol, FIFO shape and slicing). ncclInvalidArgument when they do
+// not, or a part is malformed (an index outside its tables).
+ncclResult_t mergeKernels(const std::vector<MergePart>& parts, PackedKernel* out);
+
 }  // namespace braid::kernels

@@ -54,13 +54,24 @@ __device__ inline void storeVolatile2(void* p, uint64_t lo, uint64_t hi) {
   asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(lo), "l"(hi) : "memory");
 }
 
+// The block's lane's own abort and error words when they are not the launch's (DevLane::words:
+// a merged launch, pack.h), else null. Every kernel that waits sets them first (setLaneWords).
+static __shared__ DevRankWords laneWords;
+
+__device__ inline void setLaneWords(const DevRankWords& words) {
+  if (threadIdx.x == 0) laneWords = words;
+  __syncthreads();
+}
+
+// A lane stops when its rank's abort word or the launch's is raised: the launch's owner
+// aborting ends every lane (its stream must drain), a served rank's abort ends its own.
 __device__ inline bool abortRequested(const KernelParams& p) {
-  return p.abortFlag != nullptr && *p.abortFlag != 0;
+  return (p.abortFlag != nullptr && *p.abortFlag != 0) || (laneWords.abortFlag != nullptr && *laneWords.abortFlag != 0);
 }
 
 __device__ inline void reportError(const KernelParams& p, uint32_t code) {
-  if (p.errorOut == nullptr) return;
-  volatile uint32_t* out = p.errorOut;
+  volatile uint32_t* out = laneWords.errorOut != nullptr ? laneWords.errorOut : p.errorOut;
+  if (out == nullptr) return;
   if (*out == kDeviceOk) *out = code;
 }
 

@@ -44,7 +44,14 @@ struct DevLane {
   uint32_t firstStep;
   uint32_t nSteps;
   uint32_t op;
-  uint32_t pad;
+  uint32_t words;  // 0: the launch's abort and error words (KernelParams); k: the words table's entry k - 1
+};
+
+// The abort and error words of a rank whose lanes a launch runs beside its own (a launch that
+// runs several ranks' lanes: mergeKernels, pack.h).
+struct DevRankWords {
+  const volatile uint32_t* abortFlag;
+  uint32_t* errorOut;
 };
 
 struct DevOp {
@@ -72,8 +79,8 @@ struct DevRecvEnd {
 
 // Byte offsets of the tables inside the blob; every table is 16-byte aligned.
 struct WorkIndex {
-  uint32_t lanes, ops, buffers, sends, recvs, steps;
-  uint32_t nLanes, nOps, nSends, nRecvs;
+  uint32_t lanes, ops, buffers, sends, recvs, steps, words;
+  uint32_t nLanes, nOps, nSends, nRecvs, nWords;
 };
 
 constexpr size_t kInlineWorkBytes = 3584;  // keeps the kernel's parameters under 4 KiB

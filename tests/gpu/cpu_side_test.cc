@@ -452,5 +452,121 @@ TEST(PackLaunch, KernelsSplitByTypeAndSharedConnections) {
   EXPECT_EQ(kernels::packLaunch(l, &packed), ncclInvalidArgument);
 }
 
+
+// A merged kernel runs each part's lanes exactly as the part would: the same steps, ops,
+// buffers and connection ends, with each part's abort and error words (the leader of a GPU
+// shared by processes launches its ranks' work so: src/api/served.h).
+TEST(MergeKernels, EveryPartReadsBackAsItWasPacked) {
+  static PlannedLaunch pl[3];
+  static float in[3][4], out[3][4];
+  static uint32_t abortWord[3], errorWord[3];
+  std::vector<algo::RankPlan> plans;
+  for (int r = 0; r < 3; ++r) plans.push_back(ringAllReducePlan(3, r, 70001 + r, 2 + r));
+  std::vector<kernels::PackedLaunch> packed(3);
+  std::vector<kernels::MergePart> parts(3);
+  for (int r = 0; r < 3; ++r) {
+    pl[r] = PlannedLaunch{};
+    kernels::OpWork op;
+    op.type = ncclFloat32;
+    op.red.kind = r == 1 ? kernels::RedKind::Max : kernels::RedKind::Sum;
+    op.buffers = {in[r], out[r]};
+    pl[r].addOnlyOp(op, plans[size_t(r)]);
+    ASSERT_EQ(kernels::packLaunch(pl[r].launch, &packed[size_t(r)]), ncclSuccess);
+    ASSERT_EQ(packed[size_t(r)].kernels.size(), 1u);
+    parts[size_t(r)].kernel = &packed[size_t(r)].kernels[0];
+    if (r > 0) parts[size_t(r)].words = {&abortWord[r], &errorWord[r]};  // part 0: the launch's own
+  }
+  kernels::PackedKernel m;
+  ASSERT_EQ(kernels::mergeKernels(parts, &m), ncclSuccess);
+  auto lanes = table<kernels::DevLane>(m, m.index.lanes, m.index.nLanes);
+  auto ops = table<kernels::DevOp>(m, m.index.ops, m.index.nOps);
+  auto sends = table<kernels::DevSendEnd>(m, m.index.sends, m.index.nSends);
+  auto recvs = table<kernels::DevRecvEnd>(m, m.index.recvs, m.index.nRecvs);
+  auto words = table<kernels::DevRankWords>(m, m.index.words, m.index.nWords);
+  ASSERT_EQ(words.size(), 2u);
+  EXPECT_EQ(m.type, kernels::ElemType::Float32);
+  EXPECT_EQ(m.nBlocks, lanes.size());
+  size_t lane = 0;
+  std::multiset<const void*> wantPointers = {&abortWord[1], &errorWord[1], &abortWord[2], &errorWord[2]};
+  for (int r = 0; r < 3; ++r) {
+    const kernels::PackedKernel& k = *parts[size_t(r)].kernel;
+    for (uint32_t off : kernels::pointerOffsets(k)) {
+      void* p = nullptr;
+      std::memcpy(&p, k.blob.data() + off, sizeof(p));
+      wantPointers.insert(p);
+    }
+    auto pLanes = table<kernels::DevLane>(k, k.index.lanes, k.index.nLanes);
+    auto pOps = table<kernels::DevOp>(k, k.index.ops, k.index.nOps);
+    auto pSends = table<kernels::DevSendEnd>(k, k.index.sends, k.index.nSends);
+    auto pRecvs = table<kernels::DevRecvEnd>(k, k.index.recvs, k.index.nRecvs);
+    for (const kernels::DevLane& pl : pLanes) {
+      ASSERT_LT(lane, lanes.size());
+      const kernels::DevLane& ml = lanes[lane++];
+      ASSERT_EQ(ml.nSteps, pl.nSteps);
+      if (r == 0) {
+        EXPECT_EQ(ml.words, 0u);
+      } else {
+        ASSERT_GE(ml.words, 1u);
+        EXPECT_EQ(words[ml.words - 1].abortFlag, &abortWord[r]);
+        EXPECT_EQ(words[ml.words - 1].errorOut, &errorWord[r]);
+      }
+      const kernels::DevOp& mo = ops[ml.op];
+      const kernels::DevOp& po = pOps[pl.op];
+      EXPECT_EQ(mo.kind, po.kind);
+      EXPECT_EQ(mo.nBuffers, po.nBuffers);
+      auto mBuf = table<void*>(m, m.index.buffers, mo.firstBuffer + mo.nBuffers);
+      auto pBuf = table<void*>(k, k.index.buffers, po.firstBuffer + po.nBuffers);
+      for (uint32_t b = 0; b < po.nBuffers; ++b) EXPECT_EQ(mBuf[mo.firstBuffer + b], pBuf[po.firstBuffer + b]);
+      auto ms = table<kernels::DevStep>(m, m.index.steps, ml.firstStep + ml.nSteps);
+      auto ps = table<kernels::DevStep>(k, k.index.steps, pl.firstStep + pl.nSteps);
+      ms.erase(ms.begin(), ms.begin() + ml.firstStep);
+      ps.erase(ps.begin(), ps.begin() + pl.firstStep);
+      for (uint32_t i = 0; i < pl.nSteps; ++i) {
+        EXPECT_EQ(ms[i].srcOff, ps[i].srcOff);
+        EXPECT_EQ(ms[i].dstOff, ps[i].dstOff);
+        EXPECT_EQ(ms[i].count, ps[i].count);
+        EXPECT_EQ(ms[i].src, ps[i].src);
+        EXPECT_EQ(ms[i].dst, ps[i].dst);
+        EXPECT_EQ(ms[i].flags, ps[i].flags);
+        ASSERT_EQ(ms[i].sendConn == kernels::kNoConn, ps[i].sendConn == kernels::kNoConn);
+        ASSERT_EQ(ms[i].recvConn == kernels::kNoConn, ps[i].recvConn == kernels::kNoConn);
+        if (ps[i].sendConn != kernels::kNoConn) {  // the same end, wherever it now stands
+          EXPECT_EQ(sends[ms[i].sendConn].fifo, pSends[ps[i].sendConn].fifo);
+          EXPECT_EQ(sends[ms[i].sendConn].tail, pSends[ps[i].sendConn].tail);
+          EXPECT_EQ(sends[ms[i].sendConn].head, pSends[ps[i].sendConn].head);
+        }
+        if (ps[i].recvConn != kernels::kNoConn) {
+          EXPECT_EQ(recvs[ms[i].recvConn].tail, pRecvs[ps[i].recvConn].tail);
+          EXPECT_EQ(recvs[ms[i].recvConn].head, pRecvs[ps[i].recvConn].head);
+        }
+      }
+    }
+  }
+  EXPECT_EQ(lane, lanes.size());
+  std::multiset<const void*> got;
+  for (uint32_t off : kernels::pointerOffsets(m)) {
+    void* p = nullptr;
+    std::memcpy(&p, m.blob.data() + off, sizeof(p));
+    got.insert(p);
+  }
+  EXPECT_EQ(got, wantPointers);
+
+  // Parts of different element types, a part with an index outside its tables, a part that is
+  // itself merged: refused.
+  kernels::PackedKernel other = *parts[1].kernel;
+  other.type = kernels::ElemType::Int32;
+  EXPECT_EQ(kernels::mergeKernels({parts[0], {&other, {}}}, &m), ncclInvalidArgument);
+  other = *parts[1].kernel;
+  kernels::DevLane bad;
+  std::memcpy(&bad, other.blob.data() + other.index.lanes, sizeof(bad));
+  bad.op = 7;
+  std::memcpy(other.blob.data() + other.index.lanes, &bad, sizeof(bad));
+  EXPECT_EQ(kernels::mergeKernels({parts[0], {&other, {}}}, &m), ncclInvalidArgument);
+  kernels::PackedKernel merged;
+  ASSERT_EQ(kernels::mergeKernels(parts, &merged), ncclSuccess);
+  EXPECT_EQ(kernels::mergeKernels({parts[0], {&merged, {}}}, &m), ncclInvalidArgument);
+  EXPECT_EQ(kernels::mergeKernels({}, &m), ncclInvalidArgument);
+}
+
 }  // namespace
 }  // namespace braid::gputest

@@ -81,6 +81,7 @@ template <class P>
 __global__ void __launch_bounds__(kMaxThreads, 1) phaseInRegisters(const __grid_constant__ KernelParams p, const Ring r,
                                                                    int laps) {
   __shared__ BlockShared sh;
+  setLaneWords({nullptr, nullptr});  // the launch's abort and error words
   const int b = blockIdx.x;
   LaneContext c = laneOf(p, r, b);
   Combiner<Elem<ElemType::Float32>, OpSum> combine{};
@@ -107,6 +108,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) phaseInRegisters(const __grid_
 constexpr int kParts = 6;  // room wait, first barrier, move (its poll included), closing barrier, post, rest
 __global__ void __launch_bounds__(kMaxThreads, 1) phaseTracedLL(const __grid_constant__ KernelParams p, const Ring r,
                                                                 int laps, unsigned long long* parts) {
+  setLaneWords({nullptr, nullptr});
   const int b = blockIdx.x;
   const DevSendEnd out = r.sends[b];
   const DevRecvEnd in = r.recvs[b];
@@ -157,6 +159,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) phaseTracedLL(const __grid_con
 template <class P>
 __global__ void __launch_bounds__(kMaxThreads, 1) ringKernel(const __grid_constant__ KernelParams p, const Ring r) {
   __shared__ BlockShared sh;
+  setLaneWords({nullptr, nullptr});
   const int b = blockIdx.x;
   LaneContext c = laneOf(p, r, b);
   if (!runLane<P, Elem<ElemType::Float32>, OpSum>(c, r.steps + size_t(b) * r.stepsPerBlock, r.stepsPerBlock, sh) &&
