@@ -356,12 +356,15 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
   if (served) {
     BRAID_CHECK(served->post(L, cl.servedCopies, cl.servedScratch, gatesOf(cl)));
   } else if (cl.comm->served && cl.comm->served->plan.any()) {
-    BRAID_CHECK(cl.comm->served->gate(L.stream, firstCollToGate(cl)));
-    {
+    const std::vector<ServedGate> gates = gatesOf(cl);
+    bool fused = false;
+    BRAID_CHECK(cl.comm->served->launchFused(L, firstCollToGate(cl), gates[0].collSeq, &widest, &fused));
+    if (!fused) {
+      BRAID_CHECK(cl.comm->served->gate(L.stream, firstCollToGate(cl)));
       std::lock_guard<std::mutex> lock(servedLaunchMutex(cl.comm->cudaDev));
       BRAID_CHECK(kernels::launch(L, &widest));
     }
-    cl.comm->served->leaderLaunched(gatesOf(cl));  // a no-op unless this rank leads
+    cl.comm->served->leaderLaunched(gates);  // a no-op unless this rank leads
   } else {
     // Kept for replays only when nothing but the key and the connections went into it.
     const bool keep = cl.replayKey && cl.scratch.empty() && cl.selfCopies.empty() && others.empty();

@@ -9,8 +9,11 @@
 // Unix socket (transport/served_link.h); on its own stream it only writes "ready" after the
 // work already there and waits for "done", never a kernel and never a copy. The leader's
 // thread maps the pointers, and on a stream of its own per served rank waits for "ready", runs
-// the copies and kernels, and writes "done". The words are pinned host memory, so that an
-// abort or a dead process releases every waiting stream from the host.
+// the copies and kernels, and writes "done". A collective whose every served post is in when
+// the leader rank issues it runs instead as one kernel with the leader rank's own, on its
+// stream (ServedLeader::launchFused): each launch and stream operation in the leader's context
+// costs a context switch. The words are pinned host memory, so that an abort or a dead process
+// releases every waiting stream from the host.
 //
 // Chosen at init, the same on every rank: a GPU with ranks of several processes, every rank on
 // one host, MPS off as the leader sees it (cudaDevAttrMpsEnabled), BRAID_SERVED not 0
@@ -84,6 +87,10 @@ class Served {
   // waits until every served rank's stream has issued that collective (ServedWords::readyColl).
   // A no-op unless this rank leads; BRAID_SERVED_GATE=0 turns it off.
   ncclResult_t gate(cudaStream_t stream, uint64_t firstColl);
+  // The leader rank's launch of collectives firstColl..lastColl (and nothing else) as one kernel
+  // with every served rank's side of it (ServedLeader::launchFused); *fused false when this rank
+  // does not lead or that cannot be: then gate and launch as usual.
+  ncclResult_t launchFused(const kernels::Launch& L, uint64_t firstColl, uint64_t lastColl, unsigned* widest, bool* fused);
   // Abort: the leader rank's calls stop waiting for the served ranks.
   void release();
 };

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 #include "core/cuda_scope.h"
 #include "core/env.h"
@@ -21,6 +22,11 @@ namespace {
 using namespace served_wire;
 constexpr double kByeWaitSeconds = 10;   // a leader's destroy waits this long for its served ranks
 constexpr double kDrainSeconds = 2;      // and this long for its stream of an aborted one
+// How long a leader rank's call waits for its served ranks' side (BRAID_SERVED_WAIT).
+double servedWaitSeconds() {
+  static const double limit = env::getDouble("BRAID_SERVED_WAIT", 5.0);
+  return limit;
+}
 }  // namespace
 
 ncclResult_t ServedLeader::start(ncclComm* comm, const std::string& name, std::unique_ptr<ServedLeader>* out) {
@@ -83,6 +89,7 @@ void ServedLeader::serve() {
           std::memcpy(w.gate.counts.data(), frame.data() + sizeof(h), w.gate.counts.size() * sizeof(PeerCounts));
         w.frame = std::move(frame);
         m->waiting.push_back(std::move(w));
+        postArrived_.notify_all();
       } else if (head[1] == kBye) {
         m->open = false;
         open_.fetch_sub(1);
@@ -169,15 +176,21 @@ ncclResult_t ServedLeader::gate(cudaStream_t stream, uint64_t firstColl) {
     return fail(ncclUnhandledCudaError, "served: rank %d: cudaStreamIsCapturing: %s", rank_, cudaGetErrorString(e));
   }
   if (capture != cudaStreamCaptureStatusNone) return ncclSuccess;  // a replay would find the words passed
+  return waitForServed(stream, firstColl);
+}
+
+// `stream` waits until every connected served rank's stream has issued collective `coll`
+// (readyColl); openGates releases such waits from the host.
+ncclResult_t ServedLeader::waitForServed(cudaStream_t stream, uint64_t coll) {
   std::lock_guard<std::mutex> lock(gateMutex_);
-  gatedColl_ = std::max(gatedColl_, firstColl);
+  gatedColl_ = std::max(gatedColl_, coll);
   for (const GateWord& g : gates_) {
     if (!g.open) continue;
-    if (cudaError_t e = transport::streamWaitAtLeast(stream, &g.page->device()->readyColl, uint32_t(firstColl));
+    if (cudaError_t e = transport::streamWaitAtLeast(stream, &g.page->device()->readyColl, uint32_t(coll));
         e != cudaSuccess) {
       (void)cudaGetLastError();
       return fail(ncclUnhandledCudaError, "served: rank %d: waiting in the stream for rank %d's side of call #%llu "
-                  "(cuStreamWaitValue32): %s", rank_, g.rank, (unsigned long long)firstColl, cudaGetErrorString(e));
+                  "(cuStreamWaitValue32): %s", rank_, g.rank, (unsigned long long)coll, cudaGetErrorString(e));
     }
   }
   return ncclSuccess;
@@ -192,6 +205,7 @@ void ServedLeader::releaseLeader() {
 }
 
 void ServedLeader::leaderLaunched(const std::vector<ServedGate>& perRank) {
+  const bool waitedOut = std::exchange(waitedOut_, false);
   const uint64_t collSeq = perRank.empty() ? 0 : perRank[0].collSeq;
   Ticket t;
   t.collSeq = collSeq;
@@ -228,8 +242,8 @@ void ServedLeader::leaderLaunched(const std::vector<ServedGate>& perRank) {
   // others (cudaFree between a collective's launches is NCCL's known deadlock, hence PyTorch's
   // cuda_free_mutex; a 4-process PyTorch run hung so here). Bounded, as a collective call must
   // return without its peers: after BRAID_SERVED_WAIT seconds (default 5) it returns anyway.
-  static const double limit = env::getDouble("BRAID_SERVED_WAIT", 5.0);
-  const Deadline deadline = deadlineIn(limit);
+  const double limit = servedWaitSeconds();
+  const Deadline deadline = waitedOut ? Clock::now() : deadlineIn(limit);
   std::unique_lock<std::mutex> lock(ticketsMutex_);
   while (int32_t(coveredUpTo_ - id) < 0 && !comm_->abortFlag.load() && comm_->state.load() != ncclComm::State::Failed) {
     if (Clock::now() > deadline) {
@@ -240,6 +254,121 @@ void ServedLeader::leaderLaunched(const std::vector<ServedGate>& perRank) {
     }
     ticketsCovered_.wait_for(lock, std::chrono::milliseconds(1));
   }
+}
+
+// The front post of every served rank, when each is exactly its side of the leader rank's launch
+// of collectives firstColl..lastColl and may run with it in one kernel; else empty. Under stateMutex_.
+std::vector<ServedLeader::Member*> ServedLeader::fusablePosts(uint64_t firstColl, uint64_t lastColl, bool* wait) {
+  *wait = false;
+  std::vector<Member*> out;
+  const ServedPlan& plan = comm_->served->plan;
+  for (size_t r = 0; r < plan.leaderOf.size(); ++r) {
+    if (int(r) == rank_ || plan.leaderOf[r] != rank_) continue;
+    Member* m = nullptr;
+    for (const auto& x : members_)
+      if (x->rank == int(r) && (m == nullptr || x->open)) m = x.get();
+    if (m != nullptr && !m->open) return {};  // its abort follows: today's path
+    if (m == nullptr || m->waiting.empty()) {  // not connected yet, or its post is still to come
+      *wait = true;
+      return {};
+    }
+    const PostGate& front = m->waiting.front().gate;
+    // Its oldest post holds these collectives and nothing else (no send/recv since the last).
+    if (front.collSeq != lastColl || m->enqueued.collSeq >= firstColl || front.counts != m->enqueued.counts) return {};
+    out.push_back(m);
+  }
+  return out;
+}
+
+ncclResult_t ServedLeader::launchFused(const kernels::Launch& L, uint64_t firstColl, uint64_t lastColl, unsigned* widest,
+                                       bool* fused) {
+  *fused = false;
+  static const bool on = env::getInt("BRAID_SERVED_FUSE", 1) != 0;
+  if (!on || firstColl == 0) return ncclSuccess;
+  kernels::PackedLaunch own;
+  BRAID_CHECK(kernels::packLaunch(L, &own));
+  if (own.kernels.size() != 1) return ncclSuccess;
+  // Wait for the served ranks' posts of the same collectives (bounded: BRAID_SERVED_WAIT); the
+  // server enqueues none of them meanwhile (the leader rank has not issued them: leaderColl_).
+  const Deadline deadline = deadlineIn(servedWaitSeconds());
+  std::vector<Member*> members;
+  {
+    std::unique_lock<std::mutex> lock(stateMutex_);
+    for (bool wait = true; wait;) {
+      members = fusablePosts(firstColl, lastColl, &wait);
+      if (!wait || comm_->abortFlag.load() || comm_->state.load() == ncclComm::State::Failed) break;
+      if (Clock::now() > deadline) {
+        waitedOut_ = true;  // leaderLaunched, next in this call, need not wait again
+        break;
+      }
+      postArrived_.wait_for(lock, std::chrono::milliseconds(1));
+    }
+  }
+  if (members.empty()) return ncclSuccess;
+  // Launches take servedLaunchMutex before stateMutex_ (closeRetiredWhenIdle); the server took
+  // none of the posts meanwhile, but a rank may have gone: look again.
+  std::lock_guard<std::mutex> launchLock(servedLaunchMutex(cudaDev_));
+  std::lock_guard<std::mutex> lock(stateMutex_);
+  bool wait = false;
+  if (fusablePosts(firstColl, lastColl, &wait) != members) return ncclSuccess;
+  std::vector<ParsedPost> posts(members.size());
+  for (size_t i = 0; i < members.size(); ++i) {
+    std::string why;
+    if (parse(members[i]->waiting.front().frame, &posts[i], &why) != ncclSuccess) return ncclSuccess;  // post() says why
+    const PostHeader& h = posts[i].h;
+    const kernels::PackedLaunch& p = posts[i].packed;
+    if (h.nCopies != 0 || h.nScratch != 0 || p.kernels.size() != 1 || p.protocol != own.protocol ||
+        p.slotBytes != own.slotBytes || p.nSlots != own.nSlots || h.slicesPerStep != L.slicesPerStep ||
+        h.threadsPerBlock != L.threadsPerBlock || p.kernels[0].type != own.kernels[0].type)
+      return ncclSuccess;
+  }
+  DeviceScope scope(cudaDev_);
+  auto cudaFail = [&](const char* what, cudaError_t e) {
+    (void)cudaGetLastError();
+    return fail(ncclUnhandledCudaError, "served: rank %d: %s, for the kernel of its GPU's ranks: %s", rank_, what,
+                cudaGetErrorString(e));
+  };
+  std::vector<kernels::MergePart> parts{{&own.kernels[0], {}}};
+  kernels::Launch context;  // what enqueuePacked reads: L's settings
+  context.cudaDev = L.cudaDev;
+  context.stream = L.stream;
+  context.abortFlag = L.abortFlag;
+  context.errorOut = L.errorOut;
+  context.threadsPerBlock = L.threadsPerBlock;
+  context.peersOnThisGpu = L.peersOnThisGpu;
+  context.slicesPerStep = L.slicesPerStep;
+  context.workCache = L.workCache;
+  for (size_t i = 0; i < members.size(); ++i) {
+    transport::ServedWords* words = members[i]->page->device();
+    parts.push_back({&posts[i].packed.kernels[0], {&words->abort, &words->error}});
+    context.peersOnThisGpu = context.peersOnThisGpu && posts[i].h.peersOnThisGpu != 0;
+    if (cudaError_t e = followLast(*members[i], L.stream); e != cudaSuccess) return cudaFail("cuStreamWaitValue32 (done)", e);
+  }
+  kernels::PackedLaunch merged;
+  merged.protocol = own.protocol;
+  merged.slotBytes = own.slotBytes;
+  merged.nSlots = own.nSlots;
+  BRAID_CHECK(kernels::mergeKernels(parts, &merged.kernels.emplace_back()));
+  // The stream waits until every served rank's inputs are ready: its post is its last of these
+  // collectives, so its readyColl reaches lastColl with that post's `ready`.
+  BRAID_CHECK(waitForServed(L.stream, lastColl));
+  BRAID_CHECK(kernels::enqueuePacked(context, merged, widest));
+  *fused = true;
+  for (size_t i = 0; i < members.size(); ++i) {
+    Member& m = *members[i];
+    m.lastSeq = posts[i].h.seq;
+    m.enqueued = std::move(m.waiting.front().gate);
+    m.saidHeld = false;
+    m.waiting.pop_front();
+    if (cudaError_t e = transport::streamWrite(L.stream, &m.page->device()->done, m.lastSeq); e != cudaSuccess) {
+      m.page->host()->done = m.lastSeq;  // never leave its stream waiting; the call fails here
+      return cudaFail("cuStreamWriteValue32 (done)", e);
+    }
+  }
+  if (!saidFused_.exchange(true))
+    BRAID_INFO(kInit | kColl, "served: rank %d runs a collective of its GPU's %zu ranks as one kernel (BRAID_SERVED_FUSE=0: "
+               "one kernel per rank)", rank_, members.size() + 1);
+  return ncclSuccess;
 }
 
 // Whether every served rank's side of the leader's launch `t` is enqueued: for a collective, each
@@ -321,62 +450,58 @@ void ServedLeader::launchReady() {
 }
 
 void ServedLeader::post(Member& m, const std::vector<unsigned char>& frame) {
-  Reader in(frame);
-  PostHeader h{};
+  ParsedPost post;
   std::string why;
-  std::vector<PeerCounts> counts(size_t(comm_->nRanks));
-  const bool parsed = in.get(&h) && h.nPeers == counts.size() && in.bytes(counts.data(), counts.size() * sizeof(PeerCounts));
-  ncclResult_t rc = parsed ? enqueue(m, in, h, &why) : (why = "a truncated post", ncclInternalError);
+  ncclResult_t rc = parse(frame, &post, &why);
+  if (rc == ncclSuccess) rc = enqueue(m, post, &why);
   if (rc == ncclSuccess) return;
   // The served rank's stream waits for `done`: never leave it waiting. Its next call sees the error.
-  BRAID_WARN("served: rank %d: the work rank %d posted (call %u) cannot run: %s", rank_, m.rank, h.seq, why.c_str());
+  const uint32_t seq = post.h.seq;
+  BRAID_WARN("served: rank %d: the work rank %d posted (call %u) cannot run: %s", rank_, m.rank, seq, why.c_str());
   m.page->host()->error = kernels::kDeviceBadWork;
-  if (h.seq != 0) {
-    m.lastSeq = h.seq;
-    if (transport::streamWrite(m.stream, &m.page->device()->done, h.seq) != cudaSuccess) {
+  if (seq != 0) {
+    m.lastSeq = seq;
+    if (transport::streamWrite(m.stream, &m.page->device()->done, seq) != cudaSuccess) {
       (void)cudaGetLastError();
-      m.page->host()->done = h.seq;
+      m.page->host()->done = seq;
     }
   }
 }
 
-ncclResult_t ServedLeader::enqueue(Member& m, Reader& in, const PostHeader& h, std::string* why) {
+// Reads a post and maps every pointer in it (scratch buffers stay tokens until enqueue).
+ncclResult_t ServedLeader::parse(const std::vector<unsigned char>& frame, ParsedPost* out, std::string* why) {
+  Reader in(frame);
+  PostHeader& h = out->h;
+  std::vector<PeerCounts> counts(size_t(comm_->nRanks));
+  if (!in.get(&h) || h.nPeers != counts.size() || !in.bytes(counts.data(), counts.size() * sizeof(PeerCounts)))
+    return *why = "a truncated post", ncclInternalError;
   if (h.magic != kMagic || h.seq == 0 || h.nScratch > kMostScratch || h.protocol >= algo::kNumProtocols)
     return *why = "a malformed post", ncclInternalError;
-  m.lastSeq = h.seq;
-  DeviceScope scope(cudaDev_);
-  auto cudaWhy = [&](const char* what, cudaError_t e) {
-    (void)cudaGetLastError();
-    *why = std::string(what) + ": " + cudaGetErrorString(e);
-    return ncclUnhandledCudaError;
-  };
-  // Parse and map everything before the stream gets any of it.
-  std::vector<uint64_t> scratchBytes(h.nScratch);
-  for (uint64_t& b : scratchBytes)
+  out->scratchBytes.resize(h.nScratch);
+  for (uint64_t& b : out->scratchBytes)
     if (!in.get(&b)) return *why = "a truncated post", ncclInternalError;
-  std::vector<void*> scratch(h.nScratch, nullptr);
-  auto resolve = [&](const WireRef& r, void** out) -> ncclResult_t {
+  auto resolve = [&](const WireRef& r, void** p) -> ncclResult_t {
     if (r.scratch != 0) {
-      if (r.scratch > scratch.size()) return *why = "a scratch buffer that was not asked for", ncclInternalError;
-      *out = scratchToken(r.scratch - 1);  // replaced below, once allocated
+      if (r.scratch > h.nScratch) return *why = "a scratch buffer that was not asked for", ncclInternalError;
+      *p = scratchToken(r.scratch - 1);  // replaced once allocated (enqueue)
       return ncclSuccess;
     }
-    return imports_->resolve(r.ipc, out, why);
+    return imports_->resolve(r.ipc, p, why);
   };
-  std::vector<WireCopy> copies(h.nCopies);
-  std::vector<std::pair<void*, const void*>> copyPtrs(h.nCopies);
+  out->copies.resize(h.nCopies);
+  out->copyPtrs.resize(h.nCopies);
   for (uint32_t i = 0; i < h.nCopies; ++i) {
-    if (!in.get(&copies[i])) return *why = "a truncated post", ncclInternalError;
+    if (!in.get(&out->copies[i])) return *why = "a truncated post", ncclInternalError;
     void *d = nullptr, *s = nullptr;
-    BRAID_CHECK(resolve(copies[i].dst, &d));
-    BRAID_CHECK(resolve(copies[i].src, &s));
-    copyPtrs[i] = {d, s};
+    BRAID_CHECK(resolve(out->copies[i].dst, &d));
+    BRAID_CHECK(resolve(out->copies[i].src, &s));
+    out->copyPtrs[i] = {d, s};
   }
-  kernels::PackedLaunch packed;
+  kernels::PackedLaunch& packed = out->packed;
   packed.protocol = algo::Protocol(h.protocol);
   packed.slotBytes = h.slotBytes;
   packed.nSlots = h.nSlots;
-  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> scratchAt(h.nKernels);  // (offset, scratch index)
+  out->scratchAt.resize(h.nKernels);
   for (uint32_t k = 0; k < h.nKernels; ++k) {
     KernelHeader kh{};
     if (!in.get(&kh) || kh.type >= uint32_t(kernels::kNumElemTypes)) return *why = "a truncated post", ncclInternalError;
@@ -391,17 +516,40 @@ ncclResult_t ServedLeader::enqueue(Member& m, Reader& in, const PostHeader& h, s
       if (!in.get(&wp) || size_t(wp.offset) + sizeof(void*) > pk.blob.size()) return *why = "a bad pointer offset", ncclInternalError;
       void* p = nullptr;
       BRAID_CHECK(resolve(wp.ref, &p));
-      if (wp.ref.scratch != 0) scratchAt[k].push_back({wp.offset, wp.ref.scratch - 1});
+      if (wp.ref.scratch != 0) out->scratchAt[k].push_back({wp.offset, wp.ref.scratch - 1});
       std::memcpy(pk.blob.data() + wp.offset, &p, sizeof(p));
     }
   }
   if (!in.done()) return *why = "a post longer than it says", ncclInternalError;
+  return ncclSuccess;
+}
 
+// A stream that runs a served rank's work after work of it that ran on another stream (its own,
+// or a leader rank's launch) waits for that work's `done` first: the kernels of a connection
+// must run in order (their steps are kept in device memory between kernels).
+cudaError_t ServedLeader::followLast(Member& m, cudaStream_t stream) {
+  const cudaStream_t last = m.lastOn;
+  m.lastOn = stream;
+  if (last == nullptr || last == stream || int32_t(m.page->host()->done - m.lastSeq) >= 0) return cudaSuccess;
+  return transport::streamWaitAtLeast(stream, &m.page->device()->done, m.lastSeq);
+}
+
+ncclResult_t ServedLeader::enqueue(Member& m, ParsedPost& post, std::string* why) {
+  const PostHeader& h = post.h;
+  DeviceScope scope(cudaDev_);
+  auto cudaWhy = [&](const char* what, cudaError_t e) {
+    (void)cudaGetLastError();
+    *why = std::string(what) + ": " + cudaGetErrorString(e);
+    return ncclUnhandledCudaError;
+  };
   transport::ServedWords* words = m.page->device();
+  if (cudaError_t e = followLast(m, m.stream); e != cudaSuccess) return cudaWhy("cuStreamWaitValue32 (done)", e);
+  m.lastSeq = h.seq;
   if (cudaError_t e = transport::streamWaitAtLeast(m.stream, &words->ready, h.seq); e != cudaSuccess)
     return cudaWhy("cuStreamWaitValue32 (ready)", e);
+  std::vector<void*> scratch(h.nScratch, nullptr);
   for (size_t i = 0; i < scratch.size(); ++i)
-    if (cudaError_t e = cudaMallocFromPoolAsync(&scratch[i], scratchBytes[i], pool_, m.stream); e != cudaSuccess)
+    if (cudaError_t e = cudaMallocFromPoolAsync(&scratch[i], post.scratchBytes[i], pool_, m.stream); e != cudaSuccess)
       return cudaWhy("scratch for a staged input", e);
   auto real = [&](void* p) {
     const uintptr_t v = reinterpret_cast<uintptr_t>(p);
@@ -409,12 +557,13 @@ ncclResult_t ServedLeader::enqueue(Member& m, Reader& in, const PostHeader& h, s
   };
   ncclResult_t rc = ncclSuccess;
   for (uint32_t i = 0; i < h.nCopies && rc == ncclSuccess; ++i)
-    if (cudaError_t e = cudaMemcpyAsync(real(copyPtrs[i].first), real(const_cast<void*>(copyPtrs[i].second)),
-                                        copies[i].bytes, cudaMemcpyDeviceToDevice, m.stream);
+    if (cudaError_t e = cudaMemcpyAsync(real(post.copyPtrs[i].first), real(const_cast<void*>(post.copyPtrs[i].second)),
+                                        post.copies[i].bytes, cudaMemcpyDeviceToDevice, m.stream);
         e != cudaSuccess)
       rc = cudaWhy("cudaMemcpyAsync", e);
   for (uint32_t k = 0; k < h.nKernels && rc == ncclSuccess; ++k)
-    for (auto [offset, index] : scratchAt[k]) std::memcpy(packed.kernels[k].blob.data() + offset, &scratch[index], sizeof(void*));
+    for (auto [offset, index] : post.scratchAt[k])
+      std::memcpy(post.packed.kernels[k].blob.data() + offset, &scratch[index], sizeof(void*));
   if (rc == ncclSuccess) {
     kernels::Launch context;
     context.cudaDev = cudaDev_;
@@ -425,7 +574,7 @@ ncclResult_t ServedLeader::enqueue(Member& m, Reader& in, const PostHeader& h, s
     context.peersOnThisGpu = h.peersOnThisGpu != 0;
     context.slicesPerStep = h.slicesPerStep;
     context.workCache = workCache_.get();
-    if (kernels::enqueuePacked(context, packed) != ncclSuccess) {
+    if (kernels::enqueuePacked(context, post.packed) != ncclSuccess) {
       *why = lastError();
       rc = ncclInternalError;
     }

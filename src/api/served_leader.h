@@ -17,6 +17,7 @@
 #include "api/served.h"
 #include "api/served_schedule.h"
 #include "api/served_wire.h"
+#include "kernels/pack.h"
 #include "kernels/work_cache.h"
 #include "transport/ipc_refs.h"
 #include "transport/served_link.h"
@@ -33,6 +34,13 @@ class ServedLeader {
   void leaderLaunched(const std::vector<ServedGate>& perRank);
   ncclResult_t gate(cudaStream_t stream, uint64_t firstColl);
   void releaseLeader();
+  // The leader rank's launch `L` of collectives firstColl..lastColl (nothing else), run with every
+  // served rank's side of it as one kernel on L.stream, once their posts are in (bounded:
+  // BRAID_SERVED_WAIT): without MPS each kernel launch and stream operation in the leader's
+  // context costs a context switch. *fused false (nothing enqueued) where it cannot: a rank's post
+  // does not come, holds other work, copies or scratch, or differs in shape; the caller then
+  // launches as usual. BRAID_SERVED_FUSE=0 turns it off.
+  ncclResult_t launchFused(const kernels::Launch& L, uint64_t firstColl, uint64_t lastColl, unsigned* widest, bool* fused);
 
  private:
   struct Member {
@@ -49,6 +57,16 @@ class ServedLeader {
     std::deque<Waiting> waiting;  // arrived, not enqueued yet
     bool saidHeld = false;        // the first waiting post was logged
     PostGate enqueued;            // the totals of the last post enqueued
+    cudaStream_t lastOn = nullptr;  // the stream that ran its last post (its own, or a fused launch's)
+  };
+  // A post as read, its pointers mapped (scratch buffers still tokens).
+  struct ParsedPost {
+    served_wire::PostHeader h{};
+    std::vector<uint64_t> scratchBytes;
+    std::vector<served_wire::WireCopy> copies;
+    std::vector<std::pair<void*, const void*>> copyPtrs;
+    kernels::PackedLaunch packed;
+    std::vector<std::vector<std::pair<uint32_t, uint32_t>>> scratchAt;  // per kernel: (offset, scratch index)
   };
   // A launch of the leader rank, whose stream waits at `go` until the served ranks' side of it
   // is enqueued: the leader's totals after it (ServedGate).
@@ -68,7 +86,11 @@ class ServedLeader {
   void accept();
   bool hello(Member& m, const std::vector<unsigned char>& frame, std::string* why);
   void post(Member& m, const std::vector<unsigned char>& frame);
-  ncclResult_t enqueue(Member& m, served_wire::Reader& in, const served_wire::PostHeader& h, std::string* why);
+  ncclResult_t parse(const std::vector<unsigned char>& frame, ParsedPost* out, std::string* why);
+  ncclResult_t enqueue(Member& m, ParsedPost& post, std::string* why);
+  cudaError_t followLast(Member& m, cudaStream_t stream);
+  std::vector<Member*> fusablePosts(uint64_t firstColl, uint64_t lastColl, bool* wait);
+  ncclResult_t waitForServed(cudaStream_t stream, uint64_t coll);
   void gone(Member& m, const std::string& why);
   bool drain(Member& m);
   void closeRetiredWhenIdle();
@@ -90,6 +112,9 @@ class ServedLeader {
   // The members, their posts, the mappings and the work cache: the server thread's and, in
   // leaderLaunched, the leader rank's calling thread's (stateMutex_ before ticketsMutex_).
   std::mutex stateMutex_;
+  std::condition_variable postArrived_;  // with stateMutex_
+  std::atomic<bool> saidFused_{false};
+  bool waitedOut_ = false;  // launchFused waited BRAID_SERVED_WAIT in this call (the leader rank's thread)
   // The leader rank's launches so far (ServedGate).
   std::atomic<uint64_t> leaderColl_{0};
   std::vector<std::atomic<uint64_t>> sentTo_, recvdFrom_;

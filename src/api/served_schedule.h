@@ -20,6 +20,7 @@ namespace braid::api {
 // A rank's send/recv ops with one other rank, so far.
 struct PeerCounts {
   uint64_t sendsTo = 0, recvsFrom = 0;
+  bool operator==(const PeerCounts&) const = default;
 };
 
 // A post's totals, so far, as its rank counted them: the last collective number, and the

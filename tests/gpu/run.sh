@@ -135,6 +135,10 @@ if [ "${1:-}" = "--part" ]; then
       run_one "np=2" 35 2 "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT" -- "${full[@]}"
       if [ $mps = on ] || grep -q "runs the GPU work of ranks 1" "$tmpf"; then echo "SUMMARY served (MPS $mps) PASS"
       else rc_all=1; echo "SUMMARY served FAIL (MPS off and no 'runs the GPU work of ranks 1' at INFO)"; fi
+      # ... and launches both ranks' lanes of a collective as one kernel (BRAID_SERVED_FUSE).
+      if [ $mps = on ] || grep -q "runs a collective of its GPU's 2 ranks as one kernel" "$tmpf"; then echo "SUMMARY fused (MPS $mps) PASS"
+      else rc_all=1; echo "SUMMARY fused FAIL (MPS off and no 'as one kernel' at INFO)"; fi
+      run_one "np=2 BRAID_SERVED_FUSE=0" 35 2 "BRAID_SERVED_FUSE=0" -- collectives 0,1,7,4097 --memory device
       run_one "np=3" 45 3 "" -- "${full[@]}"
       run_one "np=4" 75 4 "" -- "${full[@]}"
       # Served off: each process runs its own kernels, time-sliced without MPS; braid must say so
