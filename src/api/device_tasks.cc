@@ -357,6 +357,7 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
     BRAID_CHECK(served->post(L, cl.servedCopies, cl.servedScratch, gatesOf(cl)));
   } else if (cl.comm->served && cl.comm->served->plan.any()) {
     const std::vector<ServedGate> gates = gatesOf(cl);
+    const auto start = ncclComm::EnqueueTimes::Clock::now();
     bool fused = false;
     BRAID_CHECK(cl.comm->served->launchFused(L, firstCollToGate(cl), gates[0].collSeq, &widest, &fused));
     if (!fused) {
@@ -365,6 +366,7 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
       BRAID_CHECK(kernels::launch(L, &widest));
     }
     cl.comm->served->leaderLaunched(gates);  // a no-op unless this rank leads
+    ncclComm::EnqueueTimes::add(cl.comm->enqueueTimes.launchNs, start);
   } else {
     // Kept for replays only when nothing but the key and the connections went into it.
     const bool keep = cl.replayKey && cl.scratch.empty() && cl.selfCopies.empty() && others.empty();

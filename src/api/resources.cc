@@ -99,6 +99,9 @@ void destroyResources(ncclComm* comm, bool abort) {
                comm->rank, us(t.checkNs, t.calls), count(t.calls), count(t.replays), us(t.replayNs, t.replays),
                us(t.replayLaunchNs, t.replays), count(t.runs), us(t.runNs, t.runs), us(t.planNs, t.runs),
                us(t.launchNs, t.runs));
+    if (t.servedWaitNs.load() > 0)
+      BRAID_INFO(kColl, "rank %d: host time of device calls: %.2f us a planned run waiting for the ranks it serves "
+                 "(their posts, then their side enqueued)", comm->rank, us(t.servedWaitNs, t.runs));
   }
   if (comm->served) comm->served->stop(abort);  // a leader waits for its served ranks to finish first
   if (comm->device) comm->device->close(abort);

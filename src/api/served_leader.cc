@@ -244,6 +244,7 @@ void ServedLeader::leaderLaunched(const std::vector<ServedGate>& perRank) {
   // return without its peers: after BRAID_SERVED_WAIT seconds (default 5) it returns anyway.
   const double limit = servedWaitSeconds();
   const Deadline deadline = waitedOut ? Clock::now() : deadlineIn(limit);
+  const auto waitStart = ncclComm::EnqueueTimes::Clock::now();
   std::unique_lock<std::mutex> lock(ticketsMutex_);
   while (int32_t(coveredUpTo_ - id) < 0 && !comm_->abortFlag.load() && comm_->state.load() != ncclComm::State::Failed) {
     if (Clock::now() > deadline) {
@@ -254,6 +255,7 @@ void ServedLeader::leaderLaunched(const std::vector<ServedGate>& perRank) {
     }
     ticketsCovered_.wait_for(lock, std::chrono::milliseconds(1));
   }
+  ncclComm::EnqueueTimes::add(comm_->enqueueTimes.servedWaitNs, waitStart);
 }
 
 // The front post of every served rank, when each is exactly its side of the leader rank's launch
@@ -292,6 +294,7 @@ ncclResult_t ServedLeader::launchFused(const kernels::Launch& L, uint64_t firstC
   // server enqueues none of them meanwhile (the leader rank has not issued them: leaderColl_).
   const Deadline deadline = deadlineIn(servedWaitSeconds());
   std::vector<Member*> members;
+  const auto waitStart = ncclComm::EnqueueTimes::Clock::now();
   {
     std::unique_lock<std::mutex> lock(stateMutex_);
     for (bool wait = true; wait;) {
@@ -304,6 +307,7 @@ ncclResult_t ServedLeader::launchFused(const kernels::Launch& L, uint64_t firstC
       postArrived_.wait_for(lock, std::chrono::milliseconds(1));
     }
   }
+  ncclComm::EnqueueTimes::add(comm_->enqueueTimes.servedWaitNs, waitStart);
   if (members.empty()) return ncclSuccess;
   // Launches take servedLaunchMutex before stateMutex_ (closeRetiredWhenIdle); the server took
   // none of the posts meanwhile, but a rank may have gone: look again.

@@ -115,6 +115,7 @@ struct ncclComm {
     std::atomic<uint64_t> calls{0}, checkNs{0};
     std::atomic<uint64_t> runs{0}, runNs{0}, planNs{0}, launchNs{0};  // runs that planned (the first also connect)
     std::atomic<uint64_t> replays{0}, replayNs{0}, replayLaunchNs{0};  // runs that replayed a kept launch
+    std::atomic<uint64_t> servedWaitNs{0};  // a leader rank's runs: waiting for its served ranks' side (served.h)
     using Clock = std::chrono::steady_clock;
     static void add(std::atomic<uint64_t>& to, Clock::time_point since) {
       to.fetch_add(uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - since).count()),
