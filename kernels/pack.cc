@@ -175,40 +175,49 @@ ncclResult_t convertLanes(const Launch& w, const Tables& t, ConvertedLanes* c) {
   return ncclSuccess;
 }
 
+// A kernel's tables, as rows.
+struct KernelRows {
+  std::vector<DevLane> lanes;
+  std::vector<DevOp> ops;
+  std::vector<void*> buffers;
+  std::vector<DevSendEnd> sends;
+  std::vector<DevRecvEnd> recvs;
+  std::vector<DevRankWords> words;
+  std::vector<DevStep> steps;
+};
+
 // Lays the tables out in one blob, each 16-byte aligned, steps last.
-void layoutKernel(ElemType type, const std::vector<DevLane>& lanes, const std::vector<DevOp>& ops,
-                  const std::vector<void*>& buffers, const std::vector<DevSendEnd>& sends,
-                  const std::vector<DevRecvEnd>& recvs, const std::vector<DevRankWords>& words,
-                  const std::vector<DevStep>& steps, PackedKernel* k) {
+void layoutKernel(ElemType type, const KernelRows& r, PackedKernel* k) {
   k->type = type;
-  k->nBlocks = unsigned(lanes.size());
+  k->nBlocks = unsigned(r.lanes.size());
   std::vector<unsigned char>& blob = k->blob;
   blob.clear();
-  blob.reserve(16 * 7 + lanes.size() * sizeof(DevLane) + ops.size() * sizeof(DevOp) + buffers.size() * sizeof(void*) +
-               sends.size() * sizeof(DevSendEnd) + recvs.size() * sizeof(DevRecvEnd) +
-               words.size() * sizeof(DevRankWords) + steps.size() * sizeof(DevStep));
-  k->index.lanes = appendTable(blob, lanes);
-  k->index.ops = appendTable(blob, ops);
-  k->index.buffers = appendTable(blob, buffers);
-  k->index.sends = appendTable(blob, sends);
-  k->index.recvs = appendTable(blob, recvs);
-  k->index.words = appendTable(blob, words);
-  k->index.steps = appendTable(blob, steps);
-  k->index.nLanes = uint32_t(lanes.size());
-  k->index.nOps = uint32_t(ops.size());
-  k->index.nSends = uint32_t(sends.size());
-  k->index.nRecvs = uint32_t(recvs.size());
-  k->index.nWords = uint32_t(words.size());
+  blob.reserve(16 * 7 + r.lanes.size() * sizeof(DevLane) + r.ops.size() * sizeof(DevOp) + r.buffers.size() * sizeof(void*) +
+               r.sends.size() * sizeof(DevSendEnd) + r.recvs.size() * sizeof(DevRecvEnd) +
+               r.words.size() * sizeof(DevRankWords) + r.steps.size() * sizeof(DevStep));
+  k->index.lanes = appendTable(blob, r.lanes);
+  k->index.ops = appendTable(blob, r.ops);
+  k->index.buffers = appendTable(blob, r.buffers);
+  k->index.sends = appendTable(blob, r.sends);
+  k->index.recvs = appendTable(blob, r.recvs);
+  k->index.words = appendTable(blob, r.words);
+  k->index.steps = appendTable(blob, r.steps);
+  k->index.nLanes = uint32_t(r.lanes.size());
+  k->index.nOps = uint32_t(r.ops.size());
+  k->index.nSends = uint32_t(r.sends.size());
+  k->index.nRecvs = uint32_t(r.recvs.size());
+  k->index.nWords = uint32_t(r.words.size());
   blob.resize((blob.size() + 15) & ~size_t(15));
 }
 
 // Packs the kernel for `laneIds` (lanes of ops of kernel type `type`).
 void packKernel(const Launch& w, const Tables& t, const ConvertedLanes& c, ElemType type,
                 const std::vector<int>& laneIds, std::vector<PackedKernel>* out) {
-  std::vector<DevLane> lanes;
-  std::vector<DevOp> ops;
-  std::vector<void*> buffers;
-  std::vector<DevStep> steps;
+  KernelRows rows;
+  std::vector<DevLane>& lanes = rows.lanes;
+  std::vector<DevOp>& ops = rows.ops;
+  std::vector<void*>& buffers = rows.buffers;
+  std::vector<DevStep>& steps = rows.steps;
   lanes.reserve(laneIds.size());
   std::vector<int> opSlot(w.ops.size(), -1);  // launch op index -> index in `ops`
   for (int id : laneIds) {
@@ -237,7 +246,9 @@ void packKernel(const Launch& w, const Tables& t, const ConvertedLanes& c, ElemT
     lanes.push_back(dl);
   }
   if (lanes.empty()) return;
-  layoutKernel(type, lanes, ops, buffers, t.sends, t.recvs, {}, steps, &out->emplace_back());
+  rows.sends = t.sends;
+  rows.recvs = t.recvs;
+  layoutKernel(type, rows, &out->emplace_back());
 }
 
 }  // namespace
@@ -338,62 +349,53 @@ bool readTable(const PackedKernel& k, uint32_t at, uint64_t n, std::vector<Row>*
 
 ncclResult_t mergeKernels(const std::vector<MergePart>& parts, PackedKernel* out) {
   if (parts.empty()) return fail(ncclInvalidArgument, "executor: merging no kernels");
-  std::vector<DevLane> lanes;
-  std::vector<DevOp> ops;
-  std::vector<void*> buffers;
-  std::vector<DevSendEnd> sends;
-  std::vector<DevRecvEnd> recvs;
-  std::vector<DevRankWords> words;
-  std::vector<DevStep> steps;
+  KernelRows all;
   for (size_t i = 0; i < parts.size(); ++i) {
     const PackedKernel& k = *parts[i].kernel;
     if (k.type != parts[0].kernel->type)
       return fail(ncclInvalidArgument, "executor: merging kernels of element types %d and %d", int(parts[0].kernel->type), int(k.type));
-    std::vector<DevLane> l;
-    std::vector<DevOp> o;
-    std::vector<void*> b;
-    std::vector<DevSendEnd> se;
-    std::vector<DevRecvEnd> re;
-    std::vector<DevStep> st;
-    bool ok = readTable(k, k.index.lanes, k.index.nLanes, &l) && readTable(k, k.index.ops, k.index.nOps, &o) &&
-              readTable(k, k.index.sends, k.index.nSends, &se) && readTable(k, k.index.recvs, k.index.nRecvs, &re) &&
-              k.index.nWords == 0;
+    KernelRows part;
+    bool ok = readTable(k, k.index.lanes, k.index.nLanes, &part.lanes) && readTable(k, k.index.ops, k.index.nOps, &part.ops) &&
+              readTable(k, k.index.sends, k.index.nSends, &part.sends) &&
+              readTable(k, k.index.recvs, k.index.nRecvs, &part.recvs) && k.index.nWords == 0;
     uint64_t nBuffers = 0, nSteps = 0;
-    for (const DevOp& op : o) nBuffers = std::max(nBuffers, uint64_t(op.firstBuffer) + op.nBuffers);
-    for (const DevLane& lane : l) {
+    for (const DevOp& op : part.ops) nBuffers = std::max(nBuffers, uint64_t(op.firstBuffer) + op.nBuffers);
+    for (const DevLane& lane : part.lanes) {
       nSteps = std::max(nSteps, uint64_t(lane.firstStep) + lane.nSteps);
-      ok = ok && lane.op < o.size() && lane.words == 0;
+      ok = ok && lane.op < part.ops.size() && lane.words == 0;
     }
-    ok = ok && readTable(k, k.index.buffers, nBuffers, &b) && readTable(k, k.index.steps, nSteps, &st);
-    if (sends.size() + se.size() + recvs.size() + re.size() > 0x7fff)
+    ok = ok && readTable(k, k.index.buffers, nBuffers, &part.buffers) && readTable(k, k.index.steps, nSteps, &part.steps);
+    if (all.sends.size() + part.sends.size() + all.recvs.size() + part.recvs.size() > 0x7fff)
       return fail(ncclInvalidArgument, "executor: too many connections in a merged launch");
-    for (const DevStep& s : st)
-      ok = ok && s.sendConn < int16_t(se.size()) && s.recvConn < int16_t(re.size()) && s.sendConn >= kNoConn &&
-           s.recvConn >= kNoConn;
+    for (const DevStep& s : part.steps)
+      ok = ok && s.sendConn < int16_t(part.sends.size()) && s.recvConn < int16_t(part.recvs.size()) &&
+           s.sendConn >= kNoConn && s.recvConn >= kNoConn;
     if (!ok) return fail(ncclInvalidArgument, "executor: part %zu of a merged launch is malformed (a table or an index outside its work)", i);
-    const uint32_t wordsIndex = parts[i].words.abortFlag != nullptr || parts[i].words.errorOut != nullptr
-                                    ? (words.push_back(parts[i].words), uint32_t(words.size()))
-                                    : 0;
-    for (DevLane lane : l) {
-      lane.firstStep += uint32_t(steps.size());
-      lane.op += uint32_t(ops.size());
+    uint32_t wordsIndex = 0;  // the launch's own
+    if (parts[i].words.abortFlag != nullptr || parts[i].words.errorOut != nullptr) {
+      all.words.push_back(parts[i].words);
+      wordsIndex = uint32_t(all.words.size());
+    }
+    for (DevLane lane : part.lanes) {
+      lane.firstStep += uint32_t(all.steps.size());
+      lane.op += uint32_t(all.ops.size());
       lane.words = wordsIndex;
-      lanes.push_back(lane);
+      all.lanes.push_back(lane);
     }
-    for (DevOp op : o) {
-      op.firstBuffer += uint32_t(buffers.size());
-      ops.push_back(op);
+    for (DevOp op : part.ops) {
+      op.firstBuffer += uint32_t(all.buffers.size());
+      all.ops.push_back(op);
     }
-    for (DevStep s : st) {
-      if (s.sendConn != kNoConn) s.sendConn = int16_t(s.sendConn + sends.size());
-      if (s.recvConn != kNoConn) s.recvConn = int16_t(s.recvConn + recvs.size());
-      steps.push_back(s);
+    for (DevStep s : part.steps) {
+      if (s.sendConn != kNoConn) s.sendConn = int16_t(s.sendConn + all.sends.size());
+      if (s.recvConn != kNoConn) s.recvConn = int16_t(s.recvConn + all.recvs.size());
+      all.steps.push_back(s);
     }
-    buffers.insert(buffers.end(), b.begin(), b.end());
-    sends.insert(sends.end(), se.begin(), se.end());
-    recvs.insert(recvs.end(), re.begin(), re.end());
+    all.buffers.insert(all.buffers.end(), part.buffers.begin(), part.buffers.end());
+    all.sends.insert(all.sends.end(), part.sends.begin(), part.sends.end());
+    all.recvs.insert(all.recvs.end(), part.recvs.begin(), part.recvs.end());
   }
-  layoutKernel(parts[0].kernel->type, lanes, ops, buffers, sends, recvs, words, steps, out);
+  layoutKernel(parts[0].kernel->type, all, out);
   return ncclSuccess;
 }
 
