@@ -1,4 +1,4 @@
-// The UCX transport (ucx_net.h): its worker, endpoints and proxy thread. Kept as one file (near
+// The UCX transport (ucx_net.h): its worker, endpoints and proxy thread. Kept as one file (about
 // 800 lines) because start, the proxy's loop, the engine's progress() and shutdown are one
 // class's members working on one worker's state under one lock; what a connection is and what
 // its messages carry (tags, byte counts, memory types, credits) is apart, in ucx_conn.h, and
@@ -356,12 +356,7 @@ bool UcxNetImpl::progressSend(SendConn& c) {
       describeMemory(f, c.memh, &p);
       r = api_->tagSendNbx(links_[c.peer].ep, f.slot(c.sent), messageBytes(f, i), tag, &p);
     }
-    const bool sent = posted(r, &c.sends[i], &s);
-    if (!sent && lateCheck(f, i)) {  // its receiver may be gone: nothing is lost
-      ++c.sent;
-      continue;
-    }
-    if (!sent) {
+    if (!posted(r, &c.sends[i], &s) && !lateCheck(f, i)) {  // a late check's receiver may be gone: nothing lost
       failConn(c.peer, "sending", s);
       c.failed = true;
       return true;
