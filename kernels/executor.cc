@@ -71,6 +71,21 @@ ncclResult_t enqueueKernel(const Launch& w, const PackedLaunch& p, const PackedK
 
 size_t inlineWorkCapacity() { return kInlineWorkBytes; }
 
+Launch settingsOf(const Launch& w) {
+  Launch s;
+  s.cudaDev = w.cudaDev;
+  s.stream = w.stream;
+  s.protocol = w.protocol;
+  s.abortFlag = w.abortFlag;
+  s.errorOut = w.errorOut;
+  s.threadsPerBlock = w.threadsPerBlock;
+  s.peersOnThisGpu = w.peersOnThisGpu;
+  s.slicesPerStep = w.slicesPerStep;
+  s.workCache = w.workCache;
+  s.graphWork = w.graphWork;
+  return s;
+}
+
 algo::Protocol usableProtocol(algo::Protocol asked, bool ordered128, int rank, std::atomic<bool>* said) {
   if (asked != algo::Protocol::LL128 || ordered128) return asked;
   if (said == nullptr || !said->exchange(true))

@@ -82,6 +82,10 @@ struct Launch {
   GraphWork* graphWork = nullptr;                // the same under graph capture (graph_work.h)
 };
 
+// What enqueuePacked reads of a launch: its settings, without ops, lanes and connections (the
+// packed work holds what the kernels need of those).
+Launch settingsOf(const Launch& launch);
+
 // How many channels a launch's connections span: 1 + the highest channel, 0 without any.
 inline int channelsOf(const Launch& launch) {
   int most = -1;

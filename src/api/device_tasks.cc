@@ -22,6 +22,7 @@
 #include "core/numeric.h"
 #include "kernels/copy.h"
 #include "kernels/executor.h"
+#include "kernels/pack.h"
 
 namespace braid::api {
 namespace {
@@ -358,12 +359,14 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
   } else if (cl.comm->served && cl.comm->served->plan.any()) {
     const std::vector<ServedGate> gates = gatesOf(cl);
     const auto start = ncclComm::EnqueueTimes::Clock::now();
+    kernels::PackedLaunch packed;
+    BRAID_CHECK(kernels::packLaunch(L, &packed));
     bool fused = false;
-    BRAID_CHECK(cl.comm->served->launchFused(L, firstCollToGate(cl), gates[0].collSeq, &widest, &fused));
+    BRAID_CHECK(cl.comm->served->launchFused(L, packed, firstCollToGate(cl), gates[0].collSeq, &widest, &fused));
     if (!fused) {
       BRAID_CHECK(cl.comm->served->gate(L.stream, firstCollToGate(cl)));
       std::lock_guard<std::mutex> lock(servedLaunchMutex(cl.comm->cudaDev));
-      BRAID_CHECK(kernels::launch(L, &widest));
+      BRAID_CHECK(kernels::enqueuePacked(L, packed, &widest));
     }
     cl.comm->served->leaderLaunched(gates);  // a no-op unless this rank leads
     ncclComm::EnqueueTimes::add(cl.comm->enqueueTimes.launchNs, start);

@@ -92,12 +92,8 @@ void LaunchReplay::keep(Key key, std::span<const Task* const> tasks, const kerne
                                     [](const Entry& a, const Entry& b) { return a.lastUse < b.lastUse; }));
   Entry& e = entries_.emplace_back();
   e.key = std::move(key);
-  e.settings = launch;
+  e.settings = kernels::settingsOf(launch);
   e.channels = kernels::channelsOf(launch);
-  e.settings.ops.clear();  // the packed blob holds what the kernels need of these
-  e.settings.lanes.clear();
-  e.settings.sends.clear();
-  e.settings.recvs.clear();
   e.packed = std::move(packed);
   e.patches = std::move(patches);
   e.lastUse = ++tick_;

@@ -102,10 +102,10 @@ ncclResult_t Served::gate(cudaStream_t stream, uint64_t firstColl) {
   return leader ? leader->gate(stream, firstColl) : ncclSuccess;
 }
 
-ncclResult_t Served::launchFused(const kernels::Launch& L, uint64_t firstColl, uint64_t lastColl, unsigned* widest,
-                                 bool* fused) {
+ncclResult_t Served::launchFused(const kernels::Launch& L, const kernels::PackedLaunch& own, uint64_t firstColl,
+                                 uint64_t lastColl, unsigned* widest, bool* fused) {
   *fused = false;
-  return leader ? leader->launchFused(L, firstColl, lastColl, widest, fused) : ncclSuccess;
+  return leader ? leader->launchFused(L, own, firstColl, lastColl, widest, fused) : ncclSuccess;
 }
 
 void Served::release() {

@@ -87,10 +87,11 @@ class Served {
   // waits until every served rank's stream has issued that collective (ServedWords::readyColl).
   // A no-op unless this rank leads; BRAID_SERVED_GATE=0 turns it off.
   ncclResult_t gate(cudaStream_t stream, uint64_t firstColl);
-  // The leader rank's launch of collectives firstColl..lastColl (and nothing else) as one kernel
-  // with every served rank's side of it (ServedLeader::launchFused); *fused false when this rank
-  // does not lead or that cannot be: then gate and launch as usual.
-  ncclResult_t launchFused(const kernels::Launch& L, uint64_t firstColl, uint64_t lastColl, unsigned* widest, bool* fused);
+  // The leader rank's launch `L` (packed: `own`) of collectives firstColl..lastColl (and nothing
+  // else) as one kernel with every served rank's side of it (ServedLeader::launchFused); *fused
+  // false when this rank does not lead or that cannot be: then gate and enqueue `own` as usual.
+  ncclResult_t launchFused(const kernels::Launch& L, const kernels::PackedLaunch& own, uint64_t firstColl,
+                           uint64_t lastColl, unsigned* widest, bool* fused);
   // Abort: the leader rank's calls stop waiting for the served ranks.
   void release();
 };

@@ -266,9 +266,7 @@ std::vector<ServedLeader::Member*> ServedLeader::fusablePosts(uint64_t firstColl
   const ServedPlan& plan = comm_->served->plan;
   for (size_t r = 0; r < plan.leaderOf.size(); ++r) {
     if (int(r) == rank_ || plan.leaderOf[r] != rank_) continue;
-    Member* m = nullptr;
-    for (const auto& x : members_)
-      if (x->rank == int(r) && (m == nullptr || x->open)) m = x.get();
+    Member* m = member(int(r));
     if (m != nullptr && !m->open) return {};  // its abort follows: today's path
     if (m == nullptr || m->waiting.empty()) {  // not connected yet, or its post is still to come
       *wait = true;
@@ -282,14 +280,11 @@ std::vector<ServedLeader::Member*> ServedLeader::fusablePosts(uint64_t firstColl
   return out;
 }
 
-ncclResult_t ServedLeader::launchFused(const kernels::Launch& L, uint64_t firstColl, uint64_t lastColl, unsigned* widest,
-                                       bool* fused) {
+ncclResult_t ServedLeader::launchFused(const kernels::Launch& L, const kernels::PackedLaunch& own, uint64_t firstColl,
+                                       uint64_t lastColl, unsigned* widest, bool* fused) {
   *fused = false;
   static const bool on = env::getInt("BRAID_SERVED_FUSE", 1) != 0;
-  if (!on || firstColl == 0) return ncclSuccess;
-  kernels::PackedLaunch own;
-  BRAID_CHECK(kernels::packLaunch(L, &own));
-  if (own.kernels.size() != 1) return ncclSuccess;
+  if (!on || firstColl == 0 || own.kernels.size() != 1) return ncclSuccess;
   // Wait for the served ranks' posts of the same collectives (bounded: BRAID_SERVED_WAIT); the
   // server enqueues none of them meanwhile (the leader rank has not issued them: leaderColl_).
   const Deadline deadline = deadlineIn(servedWaitSeconds());
@@ -333,15 +328,7 @@ ncclResult_t ServedLeader::launchFused(const kernels::Launch& L, uint64_t firstC
                 cudaGetErrorString(e));
   };
   std::vector<kernels::MergePart> parts{{&own.kernels[0], {}}};
-  kernels::Launch context;  // what enqueuePacked reads: L's settings
-  context.cudaDev = L.cudaDev;
-  context.stream = L.stream;
-  context.abortFlag = L.abortFlag;
-  context.errorOut = L.errorOut;
-  context.threadsPerBlock = L.threadsPerBlock;
-  context.peersOnThisGpu = L.peersOnThisGpu;
-  context.slicesPerStep = L.slicesPerStep;
-  context.workCache = L.workCache;
+  kernels::Launch context = kernels::settingsOf(L);
   for (size_t i = 0; i < members.size(); ++i) {
     transport::ServedWords* words = members[i]->page->device();
     parts.push_back({&posts[i].packed.kernels[0], {&words->abort, &words->error}});
@@ -378,8 +365,8 @@ ncclResult_t ServedLeader::launchFused(const kernels::Launch& L, uint64_t firstC
 // Whether every served rank's side of the leader's launch `t` is enqueued: for a collective, each
 // rank's post of that number; for sends and receives, as many between the two. A rank that is
 // gone counts as done (its abort follows).
-const ServedLeader::Member* ServedLeader::member(int rank) const {
-  const Member* found = nullptr;
+ServedLeader::Member* ServedLeader::member(int rank) const {
+  Member* found = nullptr;
   for (const auto& x : members_)
     if (x->rank == rank && (found == nullptr || x->open)) found = x.get();
   return found;

@@ -34,13 +34,14 @@ class ServedLeader {
   void leaderLaunched(const std::vector<ServedGate>& perRank);
   ncclResult_t gate(cudaStream_t stream, uint64_t firstColl);
   void releaseLeader();
-  // The leader rank's launch `L` of collectives firstColl..lastColl (nothing else), run with every
-  // served rank's side of it as one kernel on L.stream, once their posts are in (bounded:
-  // BRAID_SERVED_WAIT): without MPS each kernel launch and stream operation in the leader's
-  // context costs a context switch. *fused false (nothing enqueued) where it cannot: a rank's post
-  // does not come, holds other work, copies or scratch, or differs in shape; the caller then
-  // launches as usual. BRAID_SERVED_FUSE=0 turns it off.
-  ncclResult_t launchFused(const kernels::Launch& L, uint64_t firstColl, uint64_t lastColl, unsigned* widest, bool* fused);
+  // The leader rank's launch `L` (packed: `own`) of collectives firstColl..lastColl (nothing
+  // else), run with every served rank's side of it as one kernel on L.stream, once their posts
+  // are in (bounded: BRAID_SERVED_WAIT): without MPS each kernel launch and stream operation in
+  // the leader's context costs a context switch. *fused false (nothing enqueued) where it cannot:
+  // `own` is not one kernel, or a rank's post does not come, holds other work, copies or scratch,
+  // or differs in shape; the caller then enqueues `own` as usual. BRAID_SERVED_FUSE=0 turns it off.
+  ncclResult_t launchFused(const kernels::Launch& L, const kernels::PackedLaunch& own, uint64_t firstColl,
+                           uint64_t lastColl, unsigned* widest, bool* fused);
 
  private:
   struct Member {
@@ -80,7 +81,7 @@ class ServedLeader {
       : comm_(comm), rank_(comm->rank), cudaDev_(comm->cudaDev), sentTo_(size_t(comm->nRanks)), recvdFrom_(size_t(comm->nRanks)) {}
   void launchReady();
   bool covered(const Ticket& t) const;
-  const Member* member(int rank) const;
+  Member* member(int rank) const;  // its open connection, else its last one, else null
   void releaseTickets();
   void serve();
   void accept();
