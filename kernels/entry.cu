@@ -52,7 +52,8 @@ cudaError_t preloadAllKernels() {
   }
   cudaFuncAttributes attributes;
   cudaError_t e = cudaFuncGetAttributes(&attributes, uploadKernel);
-  return e == cudaSuccess ? preloadCopyKernels() : e;
+  if (e == cudaSuccess) e = preloadCopyKernels();
+  return e == cudaSuccess ? preloadLocalReduceKernels() : e;
 }
 
 cudaError_t uploadBlob(unsigned char* dst, const unsigned char* data, size_t bytes, cudaStream_t stream) {

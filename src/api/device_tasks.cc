@@ -300,6 +300,12 @@ std::vector<ServedGate> gatesOf(const CommLaunch& cl) {
   return perRank;
 }
 
+// The launch's one collective, when it holds one and nothing else (served.h).
+SoleCollective soleCollectiveOf(const CommLaunch& cl) {
+  if (cl.tasks.size() != 1 || cl.tasks[0]->coll == algo::Coll::SendRecv) return {};
+  return SoleCollective{true, cl.tasks[0]->coll, cl.tasks[0]->count};
+}
+
 // The launch's first collective number, for the leader's gate (served.h); 0 when it has none, or
 // has sends or receives.
 uint64_t firstCollToGate(const CommLaunch& cl) {
@@ -355,14 +361,14 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
   unsigned widest = 0;
   cl.res->launched(kernels::channelsOf(L));  // before the kernel can start: the proxy is awake when its first slot is
   if (served) {
-    BRAID_CHECK(served->post(L, cl.servedCopies, cl.servedScratch, gatesOf(cl)));
+    BRAID_CHECK(served->post(L, soleCollectiveOf(cl), cl.servedCopies, cl.servedScratch, gatesOf(cl)));
   } else if (cl.comm->served && cl.comm->served->plan.any()) {
     const std::vector<ServedGate> gates = gatesOf(cl);
     const auto start = ncclComm::EnqueueTimes::Clock::now();
     kernels::PackedLaunch packed;
     BRAID_CHECK(kernels::packLaunch(L, &packed));
     bool fused = false;
-    BRAID_CHECK(cl.comm->served->launchFused(L, packed, firstCollToGate(cl), gates[0].collSeq, &widest, &fused));
+    BRAID_CHECK(cl.comm->served->launchFused(L, packed, soleCollectiveOf(cl), firstCollToGate(cl), gates[0].collSeq, &widest, &fused));
     if (!fused) {
       BRAID_CHECK(cl.comm->served->gate(L.stream, firstCollToGate(cl)));
       std::lock_guard<std::mutex> lock(servedLaunchMutex(cl.comm->cudaDev));

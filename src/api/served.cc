@@ -102,10 +102,10 @@ ncclResult_t Served::gate(cudaStream_t stream, uint64_t firstColl) {
   return leader ? leader->gate(stream, firstColl) : ncclSuccess;
 }
 
-ncclResult_t Served::launchFused(const kernels::Launch& L, const kernels::PackedLaunch& own, uint64_t firstColl,
-                                 uint64_t lastColl, unsigned* widest, bool* fused) {
+ncclResult_t Served::launchFused(const kernels::Launch& L, const kernels::PackedLaunch& own, const SoleCollective& sole,
+                                 uint64_t firstColl, uint64_t lastColl, unsigned* widest, bool* fused) {
   *fused = false;
-  return leader ? leader->launchFused(L, own, firstColl, lastColl, widest, fused) : ncclSuccess;
+  return leader ? leader->launchFused(L, own, sole, firstColl, lastColl, widest, fused) : ncclSuccess;
 }
 
 void Served::release() {
@@ -230,7 +230,7 @@ ServedMember::~ServedMember() {
   if (fd_ >= 0) (void)::close(fd_);
 }
 
-ncclResult_t ServedMember::post(const kernels::Launch& L, const std::vector<ServedCopy>& copies,
+ncclResult_t ServedMember::post(const kernels::Launch& L, const SoleCollective& sole, const std::vector<ServedCopy>& copies,
                                 const std::vector<size_t>& scratchBytes, const std::vector<ServedGate>& perRank) {
   const int rank = comm_->rank;
   const int64_t pid = comm_->peers[size_t(rank)].pid;
@@ -260,6 +260,8 @@ ncclResult_t ServedMember::post(const kernels::Launch& L, const std::vector<Serv
   h.nScratch = uint32_t(scratchBytes.size());
   h.nCopies = uint32_t(copies.size());
   h.nKernels = uint32_t(packed.kernels.size());
+  h.soleColl = sole.any ? uint32_t(sole.coll) + 1 : 0;
+  h.soleCount = sole.count;
   put(&frame, h);
   const size_t countsAt = frame.size();
   frame.resize(countsAt + size_t(comm_->nRanks) * sizeof(PeerCounts));  // filled in below, in post order

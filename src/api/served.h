@@ -69,6 +69,15 @@ struct ServedGate {
   uint64_t recvs = 0;
 };
 
+// A launch that holds one collective and nothing else: which, and its count. The leader runs an
+// all-reduce of which every rank is on its GPU as one pass over their buffers
+// (kernels/local_reduce.h), when every rank's launch is that one all-reduce.
+struct SoleCollective {
+  bool any = false;
+  algo::Coll coll = algo::Coll::AllReduce;
+  uint64_t count = 0;
+};
+
 // What a communicator keeps: the plan, and the server when this rank leads.
 class Served {
  public:
@@ -87,11 +96,12 @@ class Served {
   // waits until every served rank's stream has issued that collective (ServedWords::readyColl).
   // A no-op unless this rank leads; BRAID_SERVED_GATE=0 turns it off.
   ncclResult_t gate(cudaStream_t stream, uint64_t firstColl);
-  // The leader rank's launch `L` (packed: `own`) of collectives firstColl..lastColl (and nothing
-  // else) as one kernel with every served rank's side of it (ServedLeader::launchFused); *fused
-  // false when this rank does not lead or that cannot be: then gate and enqueue `own` as usual.
-  ncclResult_t launchFused(const kernels::Launch& L, const kernels::PackedLaunch& own, uint64_t firstColl,
-                           uint64_t lastColl, unsigned* widest, bool* fused);
+  // The leader rank's launch `L` (packed: `own`; `sole` when it is one collective) of collectives
+  // firstColl..lastColl (and nothing else) as one kernel with every served rank's side of it
+  // (ServedLeader::launchFused); *fused false when this rank does not lead or that cannot be:
+  // then gate and enqueue `own` as usual.
+  ncclResult_t launchFused(const kernels::Launch& L, const kernels::PackedLaunch& own, const SoleCollective& sole,
+                           uint64_t firstColl, uint64_t lastColl, unsigned* widest, bool* fused);
   // Abort: the leader rank's calls stop waiting for the served ranks.
   void release();
 };
@@ -133,7 +143,7 @@ class ServedMember {
   // Posts the launch (packed here, run by the leader after `copies`, each scratch buffer of
   // scratchBytes[i] allocated there) and orders L.stream: ready, then wait for done.
   // perRank[r]: the launch's send/recv ops with rank r, and its last collective number.
-  ncclResult_t post(const kernels::Launch& L, const std::vector<ServedCopy>& copies,
+  ncclResult_t post(const kernels::Launch& L, const SoleCollective& sole, const std::vector<ServedCopy>& copies,
                     const std::vector<size_t>& scratchBytes, const std::vector<ServedGate>& perRank);
   // Releases this rank's waiting streams and makes its kernels return (abort, a dead peer).
   void release();

@@ -13,6 +13,7 @@
 #include "core/cuda_scope.h"
 #include "core/env.h"
 #include "core/log.h"
+#include "kernels/local_reduce.h"
 #include "kernels/pack.h"
 #include "kernels/stream_pool.h"
 #include "transport/cuda_driver.h"
@@ -280,10 +281,12 @@ std::vector<ServedLeader::Member*> ServedLeader::fusablePosts(uint64_t firstColl
   return out;
 }
 
-ncclResult_t ServedLeader::launchFused(const kernels::Launch& L, const kernels::PackedLaunch& own, uint64_t firstColl,
-                                       uint64_t lastColl, unsigned* widest, bool* fused) {
+ncclResult_t ServedLeader::launchFused(const kernels::Launch& L, const kernels::PackedLaunch& own,
+                                       const SoleCollective& sole, uint64_t firstColl, uint64_t lastColl,
+                                       unsigned* widest, bool* fused) {
   *fused = false;
   static const bool on = env::getInt("BRAID_SERVED_FUSE", 1) != 0;
+  static const bool localOn = env::getInt("BRAID_SERVED_LOCAL", 1) != 0;
   if (!on || firstColl == 0 || own.kernels.size() != 1) return ncclSuccess;
   // Wait for the served ranks' posts of the same collectives (bounded: BRAID_SERVED_WAIT); the
   // server enqueues none of them meanwhile (the leader rank has not issued them: leaderColl_).
@@ -310,17 +313,30 @@ ncclResult_t ServedLeader::launchFused(const kernels::Launch& L, const kernels::
   std::lock_guard<std::mutex> lock(stateMutex_);
   bool wait = false;
   if (fusablePosts(firstColl, lastColl, &wait) != members) return ncclSuccess;
+  // One pass: an all-reduce whose every rank is here (so no connection leaves this GPU, and the
+  // ranks' connections, left untouched, stay alike on both ends), the same on every rank.
+  bool local = localOn && sole.any && sole.coll == algo::Coll::AllReduce && sole.count > 0 &&
+               members.size() + 1 == size_t(comm_->nRanks);
+  bool sameShape = true;
   std::vector<ParsedPost> posts(members.size());
   for (size_t i = 0; i < members.size(); ++i) {
     std::string why;
     if (parse(members[i]->waiting.front().frame, &posts[i], &why) != ncclSuccess) return ncclSuccess;  // post() says why
     const PostHeader& h = posts[i].h;
     const kernels::PackedLaunch& p = posts[i].packed;
-    if (h.nCopies != 0 || h.nScratch != 0 || p.kernels.size() != 1 || p.protocol != own.protocol ||
-        p.slotBytes != own.slotBytes || p.nSlots != own.nSlots || h.slicesPerStep != L.slicesPerStep ||
-        h.threadsPerBlock != L.threadsPerBlock || p.kernels[0].type != own.kernels[0].type)
+    if (h.nCopies != 0 || h.nScratch != 0 || p.kernels.size() != 1 || p.kernels[0].type != own.kernels[0].type)
       return ncclSuccess;
+    local = local && h.soleColl == uint32_t(sole.coll) + 1 && h.soleCount == sole.count;
+    sameShape = sameShape && p.protocol == own.protocol && p.slotBytes == own.slotBytes && p.nSlots == own.nSlots &&
+                h.slicesPerStep == L.slicesPerStep && h.threadsPerBlock == L.threadsPerBlock;
   }
+  kernels::LocalAllReduce pass;
+  if (local) {
+    std::vector<const kernels::PackedKernel*> ranks{&own.kernels[0]};
+    for (const ParsedPost& p : posts) ranks.push_back(&p.packed.kernels[0]);
+    local = kernels::localAllReduceOf(ranks, sole.count, &pass) == ncclSuccess;  // else the merged kernel
+  }
+  if (!local && !sameShape) return ncclSuccess;
   DeviceScope scope(cudaDev_);
   auto cudaFail = [&](const char* what, cudaError_t e) {
     (void)cudaGetLastError();
@@ -336,14 +352,21 @@ ncclResult_t ServedLeader::launchFused(const kernels::Launch& L, const kernels::
     if (cudaError_t e = followLast(*members[i], L.stream); e != cudaSuccess) return cudaFail("cuStreamWaitValue32 (done)", e);
   }
   kernels::PackedLaunch merged;
-  merged.protocol = own.protocol;
-  merged.slotBytes = own.slotBytes;
-  merged.nSlots = own.nSlots;
-  BRAID_CHECK(kernels::mergeKernels(parts, &merged.kernels.emplace_back()));
+  if (!local) {
+    merged.protocol = own.protocol;
+    merged.slotBytes = own.slotBytes;
+    merged.nSlots = own.nSlots;
+    BRAID_CHECK(kernels::mergeKernels(parts, &merged.kernels.emplace_back()));
+  }
   // The stream waits until every served rank's inputs are ready: its post is its last of these
   // collectives, so its readyColl reaches lastColl with that post's `ready`.
   BRAID_CHECK(waitForServed(L.stream, lastColl));
-  BRAID_CHECK(kernels::enqueuePacked(context, merged, widest));
+  if (local) {
+    if (cudaError_t e = kernels::localAllReduceAsync(pass, L.stream); e != cudaSuccess)
+      return cudaFail("the one-pass all-reduce's launch", e);
+  } else {
+    BRAID_CHECK(kernels::enqueuePacked(context, merged, widest));
+  }
   *fused = true;
   for (size_t i = 0; i < members.size(); ++i) {
     Member& m = *members[i];
@@ -356,7 +379,10 @@ ncclResult_t ServedLeader::launchFused(const kernels::Launch& L, const kernels::
       return cudaFail("cuStreamWriteValue32 (done)", e);
     }
   }
-  if (!saidFused_.exchange(true))
+  if (local && !saidLocal_.exchange(true))
+    BRAID_INFO(kInit | kColl, "served: rank %d runs an all-reduce of its GPU's %zu ranks as one pass over their buffers "
+               "(BRAID_SERVED_LOCAL=0: as their ring kernels merged)", rank_, members.size() + 1);
+  if (!local && !saidFused_.exchange(true))
     BRAID_INFO(kInit | kColl, "served: rank %d runs a collective of its GPU's %zu ranks as one kernel (BRAID_SERVED_FUSE=0: "
                "one kernel per rank)", rank_, members.size() + 1);
   return ncclSuccess;

@@ -37,11 +37,14 @@ class ServedLeader {
   // The leader rank's launch `L` (packed: `own`) of collectives firstColl..lastColl (nothing
   // else), run with every served rank's side of it as one kernel on L.stream, once their posts
   // are in (bounded: BRAID_SERVED_WAIT): without MPS each kernel launch and stream operation in
-  // the leader's context costs a context switch. *fused false (nothing enqueued) where it cannot:
-  // `own` is not one kernel, or a rank's post does not come, holds other work, copies or scratch,
-  // or differs in shape; the caller then enqueues `own` as usual. BRAID_SERVED_FUSE=0 turns it off.
-  ncclResult_t launchFused(const kernels::Launch& L, const kernels::PackedLaunch& own, uint64_t firstColl,
-                           uint64_t lastColl, unsigned* widest, bool* fused);
+  // the leader's context costs a context switch. An all-reduce of which every rank is served
+  // here (`sole`, and each post's) runs as one pass over all their buffers
+  // (kernels/local_reduce.h; BRAID_SERVED_LOCAL=0: the merged ring kernels); other work as
+  // the ranks' kernels merged into one. *fused false (nothing enqueued) where it cannot: `own`
+  // is not one kernel, or a rank's post does not come, holds other work, copies or scratch, or
+  // differs in shape; the caller then enqueues `own` as usual. BRAID_SERVED_FUSE=0 turns it off.
+  ncclResult_t launchFused(const kernels::Launch& L, const kernels::PackedLaunch& own, const SoleCollective& sole,
+                           uint64_t firstColl, uint64_t lastColl, unsigned* widest, bool* fused);
 
  private:
   struct Member {
@@ -114,7 +117,7 @@ class ServedLeader {
   // leaderLaunched, the leader rank's calling thread's (stateMutex_ before ticketsMutex_).
   std::mutex stateMutex_;
   std::condition_variable postArrived_;  // with stateMutex_
-  std::atomic<bool> saidFused_{false};
+  std::atomic<bool> saidFused_{false}, saidLocal_{false};
   bool waitedOut_ = false;  // launchFused waited BRAID_SERVED_WAIT in this call (the leader rank's thread)
   // The leader rank's launches so far (ServedGate).
   std::atomic<uint64_t> leaderColl_{0};

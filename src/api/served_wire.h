@@ -36,6 +36,8 @@ struct PostHeader {
   uint32_t slotBytes, nSlots;
   int32_t slicesPerStep;
   uint32_t nScratch, nCopies, nKernels;
+  uint32_t soleColl;   // SoleCollective: algo::Coll + 1, or 0 (not one collective)
+  uint64_t soleCount;
 };
 
 struct WireRef {

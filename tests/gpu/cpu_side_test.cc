@@ -10,6 +10,7 @@
 
 #include "algo/algorithm.h"
 #include "kernels/executor.h"
+#include "kernels/local_reduce.h"
 #include "kernels/pack.h"
 #include "reference.h"
 #include "thread_bootstrap.h"
@@ -566,6 +567,70 @@ TEST(MergeKernels, EveryPartReadsBackAsItWasPacked) {
   ASSERT_EQ(kernels::mergeKernels(parts, &merged), ncclSuccess);
   EXPECT_EQ(kernels::mergeKernels({parts[0], {&merged, {}}}, &m), ncclInvalidArgument);
   EXPECT_EQ(kernels::mergeKernels({}, &m), ncclInvalidArgument);
+}
+
+// The one pass of a GPU's ranks' all-reduce takes each rank's buffers and scalar from that rank's
+// own packed work, in order, and refuses work that is not the same all-reduce on every rank.
+TEST(LocalAllReduce, TakesEveryRanksBuffersFromItsWork) {
+  static PlannedLaunch pl[3];
+  static float in[3][4], out[3][4], deviceScalar[1];
+  std::vector<algo::RankPlan> plans;
+  for (int r = 0; r < 3; ++r) plans.push_back(ringAllReducePlan(3, r, 1001, 2));
+  std::vector<kernels::PackedLaunch> packed(3);
+  std::vector<const kernels::PackedKernel*> ranks;
+  for (int r = 0; r < 3; ++r) {
+    pl[r] = PlannedLaunch{};
+    kernels::OpWork op;
+    op.type = ncclFloat32;
+    op.red.kind = kernels::RedKind::PreMulSum;
+    op.red.scalarBits = 0x3f800000u + uint32_t(r);
+    if (r == 2) op.red.deviceScalar = deviceScalar;
+    op.buffers = {in[r], r == 1 ? in[r] : out[r]};  // rank 1 in place
+    pl[r].addOnlyOp(op, plans[size_t(r)]);
+    ASSERT_EQ(kernels::packLaunch(pl[r].launch, &packed[size_t(r)]), ncclSuccess);
+    ASSERT_EQ(packed[size_t(r)].kernels.size(), 1u);
+    ranks.push_back(&packed[size_t(r)].kernels[0]);
+  }
+  kernels::LocalAllReduce w;
+  ASSERT_EQ(kernels::localAllReduceOf(ranks, 1001, &w), ncclSuccess);
+  EXPECT_EQ(w.type, kernels::ElemType::Float32);
+  EXPECT_EQ(w.kind, kernels::RedKind::PreMulSum);
+  EXPECT_EQ(w.nRanks, 3u);
+  EXPECT_EQ(w.count, 1001u);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(w.ranks[r].in, in[r]);
+    EXPECT_EQ(w.ranks[r].out, r == 1 ? in[r] : out[r]);
+    EXPECT_EQ(w.ranks[r].scalarBits, 0x3f800000u + uint32_t(r));
+    EXPECT_EQ(w.ranks[r].deviceScalar, r == 2 ? deviceScalar : nullptr);
+  }
+  // Rank order is the caller's: the pass folds in it.
+  std::swap(ranks[0], ranks[2]);
+  ASSERT_EQ(kernels::localAllReduceOf(ranks, 1001, &w), ncclSuccess);
+  EXPECT_EQ(w.ranks[0].in, in[2]);
+  EXPECT_EQ(w.ranks[2].out, out[0]);
+
+  // Another type, another op, a second op in one kernel, an op that only moves bytes, too many ranks.
+  kernels::PackedKernel other = *ranks[1];
+  other.type = kernels::ElemType::Int32;
+  EXPECT_EQ(kernels::localAllReduceOf({ranks[0], &other}, 1001, &w), ncclInvalidArgument);
+  auto setOp = [&](auto change) {
+    other = *ranks[1];
+    kernels::DevOp op;
+    std::memcpy(&op, other.blob.data() + other.index.ops, sizeof(op));
+    change(op);
+    std::memcpy(other.blob.data() + other.index.ops, &op, sizeof(op));
+  };
+  setOp([](kernels::DevOp& op) { op.kind = uint8_t(kernels::RedKind::Max); });
+  EXPECT_EQ(kernels::localAllReduceOf({ranks[0], &other}, 1001, &w), ncclInvalidArgument);
+  setOp([](kernels::DevOp& op) { op.reduces = 0; });
+  EXPECT_EQ(kernels::localAllReduceOf({&other}, 1001, &w), ncclInvalidArgument);
+  other = *ranks[1];
+  other.index.nOps = 2;
+  EXPECT_EQ(kernels::localAllReduceOf({&other}, 1001, &w), ncclInvalidArgument);
+  std::vector<const kernels::PackedKernel*> many(kernels::kMostLocalRanks + 1, ranks[0]);
+  EXPECT_EQ(kernels::localAllReduceOf(many, 1001, &w), ncclInvalidArgument);
+  many.pop_back();
+  EXPECT_EQ(kernels::localAllReduceOf(many, 1001, &w), ncclSuccess);
 }
 
 }  // namespace
