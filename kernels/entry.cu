@@ -53,7 +53,7 @@ cudaError_t preloadAllKernels() {
   cudaFuncAttributes attributes;
   cudaError_t e = cudaFuncGetAttributes(&attributes, uploadKernel);
   if (e == cudaSuccess) e = preloadCopyKernels();
-  return e == cudaSuccess ? preloadLocalReduceKernels() : e;
+  return e == cudaSuccess ? preloadLocalCollectiveKernels() : e;
 }
 
 cudaError_t uploadBlob(unsigned char* dst, const unsigned char* data, size_t bytes, cudaStream_t stream) {

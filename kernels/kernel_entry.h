@@ -16,9 +16,9 @@ extern const ExecutorLauncher* const kExecutorLaunchers[kNumElemTypes];
 // Loads every kernel's module on the current device (see preloadKernels in executor.h).
 cudaError_t preloadAllKernels();
 
-// Loads copy.cu's and local_reduce.cu's kernels (called by preloadAllKernels).
+// Loads copy.cu's and local_collective.cu's kernels (called by preloadAllKernels).
 cudaError_t preloadCopyKernels();
-cudaError_t preloadLocalReduceKernels();
+cudaError_t preloadLocalCollectiveKernels();
 
 // Copies `bytes` (a multiple of 16) of host memory at `data` to device memory at `dst`, in
 // stream order, through the parameters of upload kernels (graph-capturable, unlike a copy from

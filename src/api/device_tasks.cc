@@ -303,7 +303,8 @@ std::vector<ServedGate> gatesOf(const CommLaunch& cl) {
 // The launch's one collective, when it holds one and nothing else (served.h).
 SoleCollective soleCollectiveOf(const CommLaunch& cl) {
   if (cl.tasks.size() != 1 || cl.tasks[0]->coll == algo::Coll::SendRecv) return {};
-  return SoleCollective{true, cl.tasks[0]->coll, cl.tasks[0]->count};
+  const Task& t = *cl.tasks[0];
+  return SoleCollective{true, t.coll, t.count, t.type, t.root};
 }
 
 // The launch's first collective number, for the leader's gate (served.h); 0 when it has none, or
@@ -368,7 +369,8 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
     kernels::PackedLaunch packed;
     BRAID_CHECK(kernels::packLaunch(L, &packed));
     bool fused = false;
-    BRAID_CHECK(cl.comm->served->launchFused(L, packed, soleCollectiveOf(cl), firstCollToGate(cl), gates[0].collSeq, &widest, &fused));
+    BRAID_CHECK(cl.comm->served->launchFused(L, packed, soleCollectiveOf(cl), firstCollToGate(cl), gates[0].collSeq,
+                                             &widest, &fused));
     if (!fused) {
       BRAID_CHECK(cl.comm->served->gate(L.stream, firstCollToGate(cl)));
       std::lock_guard<std::mutex> lock(servedLaunchMutex(cl.comm->cudaDev));

@@ -261,6 +261,8 @@ ncclResult_t ServedMember::post(const kernels::Launch& L, const SoleCollective& 
   h.nCopies = uint32_t(copies.size());
   h.nKernels = uint32_t(packed.kernels.size());
   h.soleColl = sole.any ? uint32_t(sole.coll) + 1 : 0;
+  h.soleType = uint32_t(sole.type);
+  h.soleRoot = sole.root;
   h.soleCount = sole.count;
   put(&frame, h);
   const size_t countsAt = frame.size();

@@ -69,13 +69,15 @@ struct ServedGate {
   uint64_t recvs = 0;
 };
 
-// A launch that holds one collective and nothing else: which, and its count. The leader runs an
-// all-reduce of which every rank is on its GPU as one pass over their buffers
-// (kernels/local_reduce.h), when every rank's launch is that one all-reduce.
+// A launch that holds one collective and nothing else: which, and its arguments. The leader runs a
+// collective of which every rank is on its GPU as one pass over their buffers
+// (kernels/local_collective.h), when every rank's launch is that one collective.
 struct SoleCollective {
   bool any = false;
   algo::Coll coll = algo::Coll::AllReduce;
   uint64_t count = 0;
+  ncclDataType_t type = ncclFloat32;
+  int root = 0;
 };
 
 // What a communicator keeps: the plan, and the server when this rank leads.

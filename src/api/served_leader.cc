@@ -13,7 +13,7 @@
 #include "core/cuda_scope.h"
 #include "core/env.h"
 #include "core/log.h"
-#include "kernels/local_reduce.h"
+#include "kernels/local_collective.h"
 #include "kernels/pack.h"
 #include "kernels/stream_pool.h"
 #include "transport/cuda_driver.h"
@@ -313,10 +313,9 @@ ncclResult_t ServedLeader::launchFused(const kernels::Launch& L, const kernels::
   std::lock_guard<std::mutex> lock(stateMutex_);
   bool wait = false;
   if (fusablePosts(firstColl, lastColl, &wait) != members) return ncclSuccess;
-  // One pass: an all-reduce whose every rank is here (so no connection leaves this GPU, and the
+  // One pass: a collective whose every rank is here (so no connection leaves this GPU, and the
   // ranks' connections, left untouched, stay alike on both ends), the same on every rank.
-  bool local = localOn && sole.any && sole.coll == algo::Coll::AllReduce && sole.count > 0 &&
-               members.size() + 1 == size_t(comm_->nRanks);
+  bool local = localOn && sole.any && sole.count > 0 && members.size() + 1 == size_t(comm_->nRanks);
   bool sameShape = true;
   std::vector<ParsedPost> posts(members.size());
   for (size_t i = 0; i < members.size(); ++i) {
@@ -326,15 +325,16 @@ ncclResult_t ServedLeader::launchFused(const kernels::Launch& L, const kernels::
     const kernels::PackedLaunch& p = posts[i].packed;
     if (h.nCopies != 0 || h.nScratch != 0 || p.kernels.size() != 1 || p.kernels[0].type != own.kernels[0].type)
       return ncclSuccess;
-    local = local && h.soleColl == uint32_t(sole.coll) + 1 && h.soleCount == sole.count;
+    local = local && h.soleColl == uint32_t(sole.coll) + 1 && h.soleCount == sole.count &&
+            h.soleType == uint32_t(sole.type) && h.soleRoot == sole.root;
     sameShape = sameShape && p.protocol == own.protocol && p.slotBytes == own.slotBytes && p.nSlots == own.nSlots &&
                 h.slicesPerStep == L.slicesPerStep && h.threadsPerBlock == L.threadsPerBlock;
   }
-  kernels::LocalAllReduce pass;
+  kernels::LocalCollective pass;
   if (local) {
-    std::vector<const kernels::PackedKernel*> ranks{&own.kernels[0]};
-    for (const ParsedPost& p : posts) ranks.push_back(&p.packed.kernels[0]);
-    local = kernels::localAllReduceOf(ranks, sole.count, &pass) == ncclSuccess;  // else the merged kernel
+    std::vector<const kernels::PackedKernel*> byRank(members.size() + 1, &own.kernels[0]);
+    for (size_t i = 0; i < members.size(); ++i) byRank[size_t(members[i]->rank)] = &posts[i].packed.kernels[0];
+    local = kernels::localCollectiveOf(sole.coll, sole.count, sole.type, sole.root, byRank, &pass) == ncclSuccess;
   }
   if (!local && !sameShape) return ncclSuccess;
   DeviceScope scope(cudaDev_);
@@ -362,8 +362,8 @@ ncclResult_t ServedLeader::launchFused(const kernels::Launch& L, const kernels::
   // collectives, so its readyColl reaches lastColl with that post's `ready`.
   BRAID_CHECK(waitForServed(L.stream, lastColl));
   if (local) {
-    if (cudaError_t e = kernels::localAllReduceAsync(pass, L.stream); e != cudaSuccess)
-      return cudaFail("the one-pass all-reduce's launch", e);
+    if (cudaError_t e = kernels::localCollectiveAsync(pass, L.stream); e != cudaSuccess)
+      return cudaFail("the one-pass collective's launch", e);
   } else {
     BRAID_CHECK(kernels::enqueuePacked(context, merged, widest));
   }
@@ -380,8 +380,9 @@ ncclResult_t ServedLeader::launchFused(const kernels::Launch& L, const kernels::
     }
   }
   if (local && !saidLocal_.exchange(true))
-    BRAID_INFO(kInit | kColl, "served: rank %d runs an all-reduce of its GPU's %zu ranks as one pass over their buffers "
-               "(BRAID_SERVED_LOCAL=0: as their ring kernels merged)", rank_, members.size() + 1);
+    BRAID_INFO(kInit | kColl, "served: rank %d runs a collective of its GPU's %zu ranks (%s) as one pass over their "
+               "buffers (BRAID_SERVED_LOCAL=0: as their kernels merged)", rank_, members.size() + 1,
+               algo::collName(sole.coll));
   if (!local && !saidFused_.exchange(true))
     BRAID_INFO(kInit | kColl, "served: rank %d runs a collective of its GPU's %zu ranks as one kernel (BRAID_SERVED_FUSE=0: "
                "one kernel per rank)", rank_, members.size() + 1);

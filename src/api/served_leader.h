@@ -37,10 +37,10 @@ class ServedLeader {
   // The leader rank's launch `L` (packed: `own`) of collectives firstColl..lastColl (nothing
   // else), run with every served rank's side of it as one kernel on L.stream, once their posts
   // are in (bounded: BRAID_SERVED_WAIT): without MPS each kernel launch and stream operation in
-  // the leader's context costs a context switch. An all-reduce of which every rank is served
-  // here (`sole`, and each post's) runs as one pass over all their buffers
-  // (kernels/local_reduce.h; BRAID_SERVED_LOCAL=0: the merged ring kernels); other work as
-  // the ranks' kernels merged into one. *fused false (nothing enqueued) where it cannot: `own`
+  // the leader's context costs a context switch. A collective of which every rank is served here
+  // (`sole`, and each post's) runs as one pass over all their buffers where it can
+  // (kernels/local_collective.h; BRAID_SERVED_LOCAL=0: never); other work as the ranks'
+  // kernels merged into one. *fused false (nothing enqueued) where it cannot: `own`
   // is not one kernel, or a rank's post does not come, holds other work, copies or scratch, or
   // differs in shape; the caller then enqueues `own` as usual. BRAID_SERVED_FUSE=0 turns it off.
   ncclResult_t launchFused(const kernels::Launch& L, const kernels::PackedLaunch& own, const SoleCollective& sole,

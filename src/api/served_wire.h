@@ -37,6 +37,8 @@ struct PostHeader {
   int32_t slicesPerStep;
   uint32_t nScratch, nCopies, nKernels;
   uint32_t soleColl;   // SoleCollective: algo::Coll + 1, or 0 (not one collective)
+  uint32_t soleType;
+  int32_t soleRoot;
   uint64_t soleCount;
 };
 

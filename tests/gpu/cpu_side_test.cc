@@ -10,7 +10,7 @@
 
 #include "algo/algorithm.h"
 #include "kernels/executor.h"
-#include "kernels/local_reduce.h"
+#include "kernels/local_collective.h"
 #include "kernels/pack.h"
 #include "reference.h"
 #include "thread_bootstrap.h"
@@ -569,9 +569,10 @@ TEST(MergeKernels, EveryPartReadsBackAsItWasPacked) {
   EXPECT_EQ(kernels::mergeKernels({}, &m), ncclInvalidArgument);
 }
 
-// The one pass of a GPU's ranks' all-reduce takes each rank's buffers and scalar from that rank's
-// own packed work, in order, and refuses work that is not the same all-reduce on every rank.
-TEST(LocalAllReduce, TakesEveryRanksBuffersFromItsWork) {
+// The one pass of a GPU's ranks' collective takes each rank's buffers and scalar from that rank's
+// own packed work, says which elements go where, and refuses work that is not the same collective
+// on every rank.
+TEST(LocalCollective, TakesEveryRanksBuffersFromItsWork) {
   static PlannedLaunch pl[3];
   static float in[3][4], out[3][4], deviceScalar[1];
   std::vector<algo::RankPlan> plans;
@@ -591,46 +592,92 @@ TEST(LocalAllReduce, TakesEveryRanksBuffersFromItsWork) {
     ASSERT_EQ(packed[size_t(r)].kernels.size(), 1u);
     ranks.push_back(&packed[size_t(r)].kernels[0]);
   }
-  kernels::LocalAllReduce w;
-  ASSERT_EQ(kernels::localAllReduceOf(ranks, 1001, &w), ncclSuccess);
+  kernels::LocalCollective w;
+  ASSERT_EQ(kernels::localCollectiveOf(algo::Coll::AllReduce, 1001, ncclFloat32, 0, ranks, &w), ncclSuccess);
   EXPECT_EQ(w.type, kernels::ElemType::Float32);
   EXPECT_EQ(w.kind, kernels::RedKind::PreMulSum);
   EXPECT_EQ(w.nRanks, 3u);
   EXPECT_EQ(w.count, 1001u);
+  ASSERT_EQ(w.nJobs, 1u);
+  EXPECT_EQ(w.jobs[0].from, 7u);
+  EXPECT_EQ(w.jobs[0].to, 7u);
   for (int r = 0; r < 3; ++r) {
     EXPECT_EQ(w.ranks[r].in, in[r]);
     EXPECT_EQ(w.ranks[r].out, r == 1 ? in[r] : out[r]);
     EXPECT_EQ(w.ranks[r].scalarBits, 0x3f800000u + uint32_t(r));
     EXPECT_EQ(w.ranks[r].deviceScalar, r == 2 ? deviceScalar : nullptr);
   }
-  // Rank order is the caller's: the pass folds in it.
+  // The slots are ranks, as the caller orders them.
   std::swap(ranks[0], ranks[2]);
-  ASSERT_EQ(kernels::localAllReduceOf(ranks, 1001, &w), ncclSuccess);
+  ASSERT_EQ(kernels::localCollectiveOf(algo::Coll::AllReduce, 1001, ncclFloat32, 0, ranks, &w), ncclSuccess);
   EXPECT_EQ(w.ranks[0].in, in[2]);
   EXPECT_EQ(w.ranks[2].out, out[0]);
+  std::swap(ranks[0], ranks[2]);
+  // The jobs of the other collectives (NCCL's count: per rank for the gathers and scatters).
+  ASSERT_EQ(kernels::localCollectiveOf(algo::Coll::ReduceScatter, 10, ncclFloat32, 0, ranks, &w), ncclSuccess);
+  ASSERT_EQ(w.nJobs, 3u);
+  for (uint32_t r = 0; r < 3; ++r) {
+    EXPECT_EQ(w.jobs[r].from, 7u);
+    EXPECT_EQ(w.jobs[r].to, 1u << r);
+    EXPECT_EQ(w.jobs[r].srcOff, 10u * r);
+    EXPECT_EQ(w.jobs[r].dstOff, 0u);
+  }
+  ASSERT_EQ(kernels::localCollectiveOf(algo::Coll::Reduce, 10, ncclFloat32, 2, ranks, &w), ncclSuccess);
+  ASSERT_EQ(w.nJobs, 1u);
+  EXPECT_EQ(w.jobs[0].from, 7u);
+  EXPECT_EQ(w.jobs[0].to, 4u);
+  EXPECT_EQ(kernels::localCollectiveOf(algo::Coll::Reduce, 10, ncclFloat32, 3, ranks, &w), ncclInvalidArgument);
+  // Byte-moving collectives: the byte kernel, counts and offsets in bytes; a reducing kernel is refused.
+  EXPECT_EQ(kernels::localCollectiveOf(algo::Coll::AllGather, 10, ncclFloat32, 0, ranks, &w), ncclInvalidArgument);
+  std::vector<kernels::PackedKernel> bytes;
+  for (int r = 0; r < 3; ++r) {
+    kernels::OpWork op;
+    op.type = ncclFloat64;
+    op.reduces = false;
+    op.buffers = {in[r], out[r]};
+    pl[r] = PlannedLaunch{};
+    pl[r].addOnlyOp(op, plans[size_t(r)]);
+    kernels::PackedLaunch p;
+    ASSERT_EQ(kernels::packLaunch(pl[r].launch, &p), ncclSuccess);
+    bytes.push_back(p.kernels.at(0));
+  }
+  const std::vector<const kernels::PackedKernel*> byteRanks{&bytes[0], &bytes[1], &bytes[2]};
+  ASSERT_EQ(kernels::localCollectiveOf(algo::Coll::AllGather, 10, ncclFloat64, 0, byteRanks, &w), ncclSuccess);
+  EXPECT_EQ(w.type, kernels::ElemType::Uint8);
+  EXPECT_EQ(w.count, 80u);
+  ASSERT_EQ(w.nJobs, 3u);
+  for (uint32_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(w.jobs[i].from, 1u << i);
+    EXPECT_EQ(w.jobs[i].to, 7u);
+    EXPECT_EQ(w.jobs[i].srcOff, 0u);
+    EXPECT_EQ(w.jobs[i].dstOff, 80u * i);
+  }
+  ASSERT_EQ(kernels::localCollectiveOf(algo::Coll::Broadcast, 10, ncclFloat64, 1, byteRanks, &w), ncclSuccess);
+  ASSERT_EQ(w.nJobs, 1u);
+  EXPECT_EQ(w.jobs[0].from, 2u);
+  EXPECT_EQ(w.jobs[0].to, 7u);
+  EXPECT_EQ(kernels::localCollectiveOf(algo::Coll::AlltoAll, 10, ncclFloat64, 0, byteRanks, &w), ncclInvalidArgument);
 
-  // Another type, another op, a second op in one kernel, an op that only moves bytes, too many ranks.
+  // Another type, another op, a second op in one kernel, too many ranks.
   kernels::PackedKernel other = *ranks[1];
   other.type = kernels::ElemType::Int32;
-  EXPECT_EQ(kernels::localAllReduceOf({ranks[0], &other}, 1001, &w), ncclInvalidArgument);
-  auto setOp = [&](auto change) {
-    other = *ranks[1];
-    kernels::DevOp op;
-    std::memcpy(&op, other.blob.data() + other.index.ops, sizeof(op));
-    change(op);
-    std::memcpy(other.blob.data() + other.index.ops, &op, sizeof(op));
-  };
-  setOp([](kernels::DevOp& op) { op.kind = uint8_t(kernels::RedKind::Max); });
-  EXPECT_EQ(kernels::localAllReduceOf({ranks[0], &other}, 1001, &w), ncclInvalidArgument);
-  setOp([](kernels::DevOp& op) { op.reduces = 0; });
-  EXPECT_EQ(kernels::localAllReduceOf({&other}, 1001, &w), ncclInvalidArgument);
+  EXPECT_EQ(kernels::localCollectiveOf(algo::Coll::AllReduce, 1001, ncclFloat32, 0, {ranks[0], &other}, &w),
+            ncclInvalidArgument);
+  other = *ranks[1];
+  kernels::DevOp op;
+  std::memcpy(&op, other.blob.data() + other.index.ops, sizeof(op));
+  op.kind = uint8_t(kernels::RedKind::Max);
+  std::memcpy(other.blob.data() + other.index.ops, &op, sizeof(op));
+  EXPECT_EQ(kernels::localCollectiveOf(algo::Coll::AllReduce, 1001, ncclFloat32, 0, {ranks[0], &other}, &w),
+            ncclInvalidArgument);
   other = *ranks[1];
   other.index.nOps = 2;
-  EXPECT_EQ(kernels::localAllReduceOf({&other}, 1001, &w), ncclInvalidArgument);
+  EXPECT_EQ(kernels::localCollectiveOf(algo::Coll::AllReduce, 1001, ncclFloat32, 0, {&other}, &w), ncclInvalidArgument);
   std::vector<const kernels::PackedKernel*> many(kernels::kMostLocalRanks + 1, ranks[0]);
-  EXPECT_EQ(kernels::localAllReduceOf(many, 1001, &w), ncclInvalidArgument);
+  EXPECT_EQ(kernels::localCollectiveOf(algo::Coll::AllReduce, 1001, ncclFloat32, 0, many, &w), ncclInvalidArgument);
   many.pop_back();
-  EXPECT_EQ(kernels::localAllReduceOf(many, 1001, &w), ncclSuccess);
+  ASSERT_EQ(kernels::localCollectiveOf(algo::Coll::AllReduce, 1001, ncclFloat32, 0, many, &w), ncclSuccess);
+  EXPECT_EQ(w.jobs[0].from, ~0u);
 }
 
 }  // namespace
