@@ -362,7 +362,9 @@ ncclResult_t connectAndLaunch(CommLaunch& cl) {
   unsigned widest = 0;
   cl.res->launched(kernels::channelsOf(L));  // before the kernel can start: the proxy is awake when its first slot is
   if (served) {
+    const auto start = ncclComm::EnqueueTimes::Clock::now();
     BRAID_CHECK(served->post(L, soleCollectiveOf(cl), cl.servedCopies, cl.servedScratch, gatesOf(cl)));
+    ncclComm::EnqueueTimes::add(cl.comm->enqueueTimes.launchNs, start);
   } else if (cl.comm->served && cl.comm->served->plan.any()) {
     const std::vector<ServedGate> gates = gatesOf(cl);
     const auto start = ncclComm::EnqueueTimes::Clock::now();

@@ -99,9 +99,11 @@ void destroyResources(ncclComm* comm, bool abort) {
                comm->rank, us(t.checkNs, t.calls), count(t.calls), count(t.replays), us(t.replayNs, t.replays),
                us(t.replayLaunchNs, t.replays), count(t.runs), us(t.runNs, t.runs), us(t.planNs, t.runs),
                us(t.launchNs, t.runs));
-    if (t.servedWaitNs.load() > 0)
-      BRAID_INFO(kColl, "rank %d: host time of device calls: %.2f us a planned run waiting for the ranks it serves "
-                 "(their posts, then their side enqueued)", comm->rank, us(t.servedWaitNs, t.runs));
+    if (comm->served && comm->served->plan.any())
+      BRAID_INFO(kColl, "rank %d: host time of device calls, served GPU: a planned run waits %.2f us for the posts of "
+                 "the ranks this rank serves and %.2f us for their side to be enqueued, sends its post in %.2f us, and "
+                 "issues stream operations and kernels in %.2f us", comm->rank, us(t.postsWaitNs, t.runs),
+                 us(t.servedWaitNs, t.runs), us(t.postSendNs, t.runs), us(t.servedStreamNs, t.runs));
   }
   if (comm->served) comm->served->stop(abort);  // a leader waits for its served ranks to finish first
   if (comm->device) comm->device->close(abort);

@@ -309,7 +309,10 @@ ncclResult_t ServedMember::post(const kernels::Launch& L, const SoleCollective& 
   std::memcpy(frame.data() + countsAt, counts.data(), counts.size() * sizeof(PeerCounts));
   page_->host()->posted = seq;
   std::string why;
-  if (!transport::sendFrame(fd_, frame, deadlineIn(kSendSeconds), &why))
+  const auto sendStart = ncclComm::EnqueueTimes::Clock::now();
+  const bool sent = transport::sendFrame(fd_, frame, deadlineIn(kSendSeconds), &why);
+  ncclComm::EnqueueTimes::add(comm_->enqueueTimes.postSendNs, sendStart);
+  if (!sent)
     return fail(ncclSystemError, "served: rank %d: cannot hand this call's GPU work to rank %d, whose process runs it (%s). "
                 "Is that process gone?", rank, comm_->served->plan.leaderOf[size_t(rank)], why.c_str());
   posted_.store(seq);
@@ -317,6 +320,7 @@ ncclResult_t ServedMember::post(const kernels::Launch& L, const SoleCollective& 
   lastColl_ = collSeq;
   lastCollWord_.store(uint32_t(collSeq));
   transport::ServedWords* words = page_->device();
+  const auto streamStart = ncclComm::EnqueueTimes::Clock::now();
   // ready and readyColl in one stream operation where the driver can (transport/served_link.h):
   // each costs a context switch without MPS (4 processes, 8 B: 56-62 -> 49-52 us, perf/NOTES.md).
   cudaError_t e = transport::streamWrite64(L.stream, reinterpret_cast<uint64_t*>(&words->ready),
@@ -326,6 +330,7 @@ ncclResult_t ServedMember::post(const kernels::Launch& L, const SoleCollective& 
     if (e == cudaSuccess && collSeq > 0) e = transport::streamWrite(L.stream, &words->readyColl, uint32_t(collSeq));
   }
   if (e == cudaSuccess) e = transport::streamWaitAtLeast(L.stream, &words->done, seq);
+  ncclComm::EnqueueTimes::add(comm_->enqueueTimes.servedStreamNs, streamStart);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     return fail(ncclUnhandledCudaError, "served: rank %d: ordering the stream around the GPU work rank %d runs "

@@ -305,7 +305,7 @@ ncclResult_t ServedLeader::launchFused(const kernels::Launch& L, const kernels::
       postArrived_.wait_for(lock, std::chrono::milliseconds(1));
     }
   }
-  ncclComm::EnqueueTimes::add(comm_->enqueueTimes.servedWaitNs, waitStart);
+  ncclComm::EnqueueTimes::add(comm_->enqueueTimes.postsWaitNs, waitStart);
   if (members.empty()) return ncclSuccess;
   // Launches take servedLaunchMutex before stateMutex_ (closeRetiredWhenIdle); the server took
   // none of the posts meanwhile, but a rank may have gone: look again.
@@ -343,6 +343,7 @@ ncclResult_t ServedLeader::launchFused(const kernels::Launch& L, const kernels::
     return fail(ncclUnhandledCudaError, "served: rank %d: %s, for the kernel of its GPU's ranks: %s", rank_, what,
                 cudaGetErrorString(e));
   };
+  const auto streamStart = ncclComm::EnqueueTimes::Clock::now();
   std::vector<kernels::MergePart> parts{{&own.kernels[0], {}}};
   kernels::Launch context = kernels::settingsOf(L);
   for (size_t i = 0; i < members.size(); ++i) {
@@ -379,6 +380,7 @@ ncclResult_t ServedLeader::launchFused(const kernels::Launch& L, const kernels::
       return cudaFail("cuStreamWriteValue32 (done)", e);
     }
   }
+  ncclComm::EnqueueTimes::add(comm_->enqueueTimes.servedStreamNs, streamStart);
   if (local && !saidLocal_.exchange(true))
     BRAID_INFO(kInit | kColl, "served: rank %d runs a collective of its GPU's %zu ranks (%s) as one pass over their "
                "buffers (BRAID_SERVED_LOCAL=0: as their kernels merged)", rank_, members.size() + 1,

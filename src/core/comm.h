@@ -115,7 +115,10 @@ struct ncclComm {
     std::atomic<uint64_t> calls{0}, checkNs{0};
     std::atomic<uint64_t> runs{0}, runNs{0}, planNs{0}, launchNs{0};  // runs that planned (the first also connect)
     std::atomic<uint64_t> replays{0}, replayNs{0}, replayLaunchNs{0};  // runs that replayed a kept launch
-    std::atomic<uint64_t> servedWaitNs{0};  // a leader rank's runs: waiting for its served ranks' side (served.h)
+    // Served GPUs (served.h): a leader rank waiting for its served ranks' posts (launchFused) and for
+    // their side to be enqueued (leaderLaunched); a served rank sending its posts; either issuing the
+    // stream operations and launches of the served path.
+    std::atomic<uint64_t> postsWaitNs{0}, servedWaitNs{0}, postSendNs{0}, servedStreamNs{0};
     using Clock = std::chrono::steady_clock;
     static void add(std::atomic<uint64_t>& to, Clock::time_point since) {
       to.fetch_add(uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - since).count()),
