@@ -99,7 +99,7 @@ void destroyResources(ncclComm* comm, bool abort) {
                comm->rank, us(t.checkNs, t.calls), count(t.calls), count(t.replays), us(t.replayNs, t.replays),
                us(t.replayLaunchNs, t.replays), count(t.runs), us(t.runNs, t.runs), us(t.planNs, t.runs),
                us(t.launchNs, t.runs));
-    if (comm->served && comm->served->plan.any())
+    if (t.postsWaitNs.load() + t.servedWaitNs.load() + t.postSendNs.load() + t.servedStreamNs.load() > 0)
       BRAID_INFO(kColl, "rank %d: host time of device calls, served GPU: a planned run waits %.2f us for the posts of "
                  "the ranks this rank serves and %.2f us for their side to be enqueued, sends its post in %.2f us, and "
                  "issues stream operations and kernels in %.2f us", comm->rank, us(t.postsWaitNs, t.runs),
