@@ -1,7 +1,5 @@
 #include "kernels/local_collective.h"
 
-#include <cstring>
-
 #include "core/log.h"
 #include "core/numeric.h"
 
@@ -54,15 +52,14 @@ ncclResult_t localCollectiveOf(algo::Coll coll, uint64_t count, ncclDataType_t t
   out->nRanks = n;
   for (uint32_t r = 0; r < n; ++r) {
     const PackedKernel& k = *ranks[r];
-    DevOp op{};
-    void* buffers[2] = {nullptr, nullptr};
-    const bool one = k.index.nOps == 1 && k.index.ops <= k.blob.size() && k.blob.size() - k.index.ops >= sizeof(op);
-    if (one) std::memcpy(&op, k.blob.data() + k.index.ops, sizeof(op));
-    const size_t at = size_t(k.index.buffers) + size_t(op.firstBuffer) * sizeof(void*);
-    if (!one || (op.reduces != 0) != reduces || k.type != out->type || op.nBuffers < 2 || at > k.blob.size() ||
-        k.blob.size() - at < sizeof(buffers))
+    std::vector<DevOp> ops;
+    std::vector<void*> buffers;
+    const bool one = k.index.nOps == 1 && readTable(k, k.index.ops, 1, &ops) && (ops[0].reduces != 0) == reduces &&
+                     k.type == out->type && ops[0].nBuffers >= 2 &&
+                     readTable(k, k.index.buffers + uint64_t(ops[0].firstBuffer) * sizeof(void*), 2, &buffers);
+    if (!one)
       return fail(ncclInvalidArgument, "executor: rank %u's work is not one %s of this type (a one-pass collective)", r, name);
-    std::memcpy(buffers, k.blob.data() + at, sizeof(buffers));
+    const DevOp& op = ops[0];
     if (reduces) {
       if (r == 0) {
         out->kind = RedKind(op.kind);

@@ -3,6 +3,7 @@
 // every operation (narrow floats reduce in float), as a ring's hops do.
 #include <algorithm>
 
+#include "core/numeric.h"
 #include "kernels/elementwise.cuh"
 #include "kernels/instances.h"
 #include "kernels/kernel_entry.h"
@@ -99,10 +100,7 @@ __global__ void __launch_bounds__(kThreads) localCollectiveKernel(const __grid_c
 using Kernel = void (*)(LocalCollective);
 #define BRAID_LOCAL_KERNEL(T, NCCL) &localCollectiveKernel<ElemType::T>,
 constexpr Kernel kKernels[kNumElemTypes] = {BRAID_ELEM_TYPES(BRAID_LOCAL_KERNEL)};
-#define BRAID_ELEM_BYTES(T, NCCL) uint32_t(sizeof(Elem<ElemType::T>::Raw)),
-constexpr uint32_t kElemBytes[kNumElemTypes] = {BRAID_ELEM_TYPES(BRAID_ELEM_BYTES)};
 #undef BRAID_LOCAL_KERNEL
-#undef BRAID_ELEM_BYTES
 
 }  // namespace
 
@@ -112,7 +110,7 @@ cudaError_t localCollectiveAsync(const LocalCollective& w, cudaStream_t stream) 
     return cudaErrorInvalidValue;
   // A 16-byte pack per thread (the shortest kernel for a small call); from a full GPU's worth of
   // threads on, each thread loops.
-  const uint64_t packs = (w.count * kElemBytes[size_t(w.type)] + 15) / 16;
+  const uint64_t packs = (w.count * sizeOfType(ncclDataType_t(w.type)) + 15) / 16;  // ElemType is ncclDataType_t's code
   uint64_t blocks = std::max<uint64_t>(1, (packs + kThreads - 1) / kThreads);
   if (blocks * w.nJobs > kBlocksPerSm * 64) {
     int dev = 0, sms = 0;

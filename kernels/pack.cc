@@ -334,19 +334,6 @@ std::vector<uint32_t> pointerOffsets(const PackedKernel& k) {
   return out;
 }
 
-namespace {
-
-// `n` rows of a table of `k` at byte offset `at`, or false when they do not lie inside the blob.
-template <typename Row>
-bool readTable(const PackedKernel& k, uint32_t at, uint64_t n, std::vector<Row>* rows) {
-  if (at > k.blob.size() || n > (k.blob.size() - at) / sizeof(Row)) return false;
-  rows->resize(size_t(n));
-  if (n > 0) std::memcpy(rows->data(), k.blob.data() + at, size_t(n) * sizeof(Row));
-  return true;
-}
-
-}  // namespace
-
 ncclResult_t mergeKernels(const std::vector<MergePart>& parts, PackedKernel* out) {
   if (parts.empty()) return fail(ncclInvalidArgument, "executor: merging no kernels");
   KernelRows all;

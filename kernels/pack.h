@@ -3,6 +3,7 @@
 // pays for it on the host, so it avoids maps and sets: a 64-lane launch is packed in a few
 // microseconds.
 #pragma once
+#include <cstring>
 #include <vector>
 
 #include "kernels/executor.h"
@@ -36,6 +37,15 @@ ncclResult_t packLaunch(const Launch& w, PackedLaunch* out);
 // buffer table, device scalars, the connection ends' FIFOs and counters. A process that runs
 // another's packed work (src/api/served.h) rewrites these into its own addresses.
 std::vector<uint32_t> pointerOffsets(const PackedKernel& k);
+
+// `n` rows of a table of `k` at byte offset `at`, or false when they do not lie inside the blob.
+template <typename Row>
+bool readTable(const PackedKernel& k, uint64_t at, uint64_t n, std::vector<Row>* rows) {
+  if (at > k.blob.size() || n > (k.blob.size() - at) / sizeof(Row)) return false;
+  rows->resize(size_t(n));
+  if (n > 0) std::memcpy(rows->data(), k.blob.data() + at, size_t(n) * sizeof(Row));
+  return true;
+}
 
 // One part of a merged kernel: a packed kernel (with no words table of its own), and the abort
 // and error words its lanes take (both null: the merged launch's own, KernelParams).

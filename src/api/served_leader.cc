@@ -344,16 +344,17 @@ ncclResult_t ServedLeader::launchFused(const kernels::Launch& L, const kernels::
                 cudaGetErrorString(e));
   };
   const auto streamStart = ncclComm::EnqueueTimes::Clock::now();
-  std::vector<kernels::MergePart> parts{{&own.kernels[0], {}}};
+  for (Member* m : members)
+    if (cudaError_t e = followLast(*m, L.stream); e != cudaSuccess) return cudaFail("cuStreamWaitValue32 (done)", e);
   kernels::Launch context = kernels::settingsOf(L);
-  for (size_t i = 0; i < members.size(); ++i) {
-    transport::ServedWords* words = members[i]->page->device();
-    parts.push_back({&posts[i].packed.kernels[0], {&words->abort, &words->error}});
-    context.peersOnThisGpu = context.peersOnThisGpu && posts[i].h.peersOnThisGpu != 0;
-    if (cudaError_t e = followLast(*members[i], L.stream); e != cudaSuccess) return cudaFail("cuStreamWaitValue32 (done)", e);
-  }
   kernels::PackedLaunch merged;
   if (!local) {
+    std::vector<kernels::MergePart> parts{{&own.kernels[0], {}}};
+    for (size_t i = 0; i < members.size(); ++i) {
+      transport::ServedWords* words = members[i]->page->device();
+      parts.push_back({&posts[i].packed.kernels[0], {&words->abort, &words->error}});
+      context.peersOnThisGpu = context.peersOnThisGpu && posts[i].h.peersOnThisGpu != 0;
+    }
     merged.protocol = own.protocol;
     merged.slotBytes = own.slotBytes;
     merged.nSlots = own.nSlots;
